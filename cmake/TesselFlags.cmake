@@ -1,0 +1,29 @@
+# Compiler flags shared by every tessel target.
+#
+# tessel_warnings: -Wall -Wextra -Werror for project code (never for third-party code).
+# Sanitizers apply globally when TESSEL_SANITIZE is on.
+# tessel_isa_sources(): per-ISA translation units get their target flags here, keyed by the
+# file-name suffix (_f16c, _avx2, _avx512, ...), so the portable build never uses -march=native.
+
+add_library(tessel_warnings INTERFACE)
+target_compile_options(tessel_warnings INTERFACE -Wall -Wextra -Werror)
+
+if(TESSEL_SANITIZE)
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+endif()
+
+set(TESSEL_X86 OFF)
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|i.86")
+  set(TESSEL_X86 ON)
+endif()
+
+# Give each ISA-specific source the target flags its suffix names.
+function(tessel_isa_sources)
+  foreach(src IN LISTS ARGN)
+    get_filename_component(stem "${src}" NAME_WE)
+    if(stem MATCHES "_f16c$")
+      set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "-mf16c;-mavx")
+    endif()
+  endforeach()
+endfunction()

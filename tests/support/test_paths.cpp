@@ -1,0 +1,39 @@
+#include "support/test_paths.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string_view>
+#include <unistd.h>
+
+namespace tessel::test {
+
+std::filesystem::path data_dir() { return std::filesystem::path(TESSEL_SOURCE_DIR) / "tests" / "data"; }
+
+std::filesystem::path shared_dir() {
+    std::filesystem::path p;
+    if (const char* env = std::getenv("TESSEL_SHARED_DIR"); env && *env)
+        p = env;
+    else
+        p = std::filesystem::path(TESSEL_SOURCE_DIR) / ".." / "shared";
+    std::error_code ec;
+    return std::filesystem::is_directory(p, ec) ? std::filesystem::canonical(p) : std::filesystem::path();
+}
+
+bool in_ci() {
+    const char* ci = std::getenv("CI");
+    return ci && std::string_view(ci) == "true";
+}
+
+std::filesystem::path temp_dir() {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::string name = info ? std::string(info->test_suite_name()) + "." + info->name() : "tessel";
+    for (char& c : name)
+        if (c == '/') c = '_';
+    auto dir = std::filesystem::temp_directory_path() / ("tessel-test-" + std::to_string(::getpid()) + "-" + name);
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    return dir;
+}
+
+}  // namespace tessel::test
