@@ -1,0 +1,32 @@
+// Internal: the GGUF validation pass behind gguf::File. Reads a byte range, checks every field,
+// and returns the parsed tables; it never keeps a pointer into the bytes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gguf/reader.hpp"
+
+namespace tessel::gguf::detail {
+
+struct ParsedFile {
+    uint32_t version = 0;
+    uint64_t alignment = 0;
+    uint64_t data_offset = 0;
+    std::vector<KeyValue> metadata;
+    std::map<std::string, size_t, std::less<>> key_index;
+    std::vector<TensorInfo> tensors;
+    std::map<std::string, size_t, std::less<>> tensor_index;
+};
+
+/// Parses and validates `size` bytes of a GGUF file called `name` (used in messages).
+/// Throws tessel::Error with the GGUF ErrorCode of the first defect found.
+ParsedFile parse_gguf(const uint8_t* data, size_t size, const std::string& name);
+
+/// `s` quoted and escaped for an error message, cut to at most 80 bytes of content.
+std::string quote_for_message(std::string_view s);
+
+}  // namespace tessel::gguf::detail
