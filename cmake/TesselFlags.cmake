@@ -8,6 +8,10 @@
 add_library(tessel_warnings INTERFACE)
 target_compile_options(tessel_warnings INTERFACE -Wall -Wextra -Werror)
 
+# No implicit fused multiply-add: the reference kernels must give the same bits on every target
+# (g++ contracts a*b+c into FMA by default where the ISA has it, e.g. aarch64).
+add_compile_options(-ffp-contract=off)
+
 if(TESSEL_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
   add_link_options(-fsanitize=address,undefined)

@@ -1,5 +1,9 @@
 #include "core/fp16.hpp"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 namespace tessel {
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -7,7 +11,18 @@ namespace tessel {
 void fp16_to_fp32_row_f16c(const uint16_t* src, float* dst, int64_t n);
 void fp32_to_fp16_row_f16c(const float* src, uint16_t* dst, int64_t n);
 namespace {
-const bool kHasF16C = __builtin_cpu_supports("f16c");
+// F16C (CPUID.1:ECX bit 29) is VEX-encoded, so the OS must also save AVX state
+// (OSXSAVE bit 27 and XCR0 bits 1..2).
+bool cpu_has_f16c() {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+    const bool f16c = c & (1u << 29), osxsave = c & (1u << 27), avx = c & (1u << 28);
+    if (!(f16c && osxsave && avx)) return false;
+    unsigned lo = 0, hi = 0;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return (lo & 6u) == 6u;
+}
+const bool kHasF16C = cpu_has_f16c();
 }
 #endif
 

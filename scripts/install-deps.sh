@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Install what tessel needs to build and test on Debian 12 (root, or sudo available).
+# Idempotent: does nothing when every package is already present at its pinned version.
+# Library versions are pinned here, in one place; toolchains come from Debian 12 as shipped.
+set -euo pipefail
+
+PINNED=(
+  "libcli11-dev=2.1.2+ds-1"
+  "nlohmann-json3-dev=3.11.2-2"
+  "libgtest-dev=1.12.1-0.2"
+)
+UNPINNED=(cmake ninja-build g++ clang libclang-rt-14-dev python3)
+
+missing=()
+for spec in "${PINNED[@]}"; do
+  pkg=${spec%%=*}; ver=${spec#*=}
+  have=$(dpkg-query -W -f='${Status} ${Version}' "$pkg" 2>/dev/null || true)
+  [[ "$have" == "install ok installed $ver" ]] || missing+=("$spec")
+done
+for pkg in "${UNPINNED[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all packages present"
+  exit 0
+fi
+
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Build tessel and run every test, as CI does (.ci/run calls exactly this).
+#   1. install build dependencies (scripts/install-deps.sh, idempotent)
+#   2. release build (build/), sanitizer build (build-asan/), libFuzzer build (build-fuzz/, clang)
+#   3. fuzz the GGUF reader for TESSEL_FUZZ_SECONDS (default 60) from tests/fuzz/corpus
+#   4. sanitizer run of the unit and GGUF tests, then the full suite on the release build
+# The log ends with ctest's summary line of the full suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+fuzz_seconds=${TESSEL_FUZZ_SECONDS:-60}
+t0=$SECONDS
+phase() { echo; echo "== [$((SECONDS - t0)) s] $*"; }
+
+phase "install dependencies"
+bash scripts/install-deps.sh
+
+phase "release build"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+cmake --build build
+
+phase "sanitizer build (address, undefined)"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSEL_SANITIZE=ON
+cmake --build build-asan
+
+phase "fuzzer build (clang)"
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSEL_FUZZ=ON
+cmake --build build-fuzz --target fuzz_gguf
+
+phase "fuzz the GGUF reader for ${fuzz_seconds} s"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir "$work/corpus" && cp tests/fuzz/corpus/* "$work/corpus"/
+if ! (cd "$work" && "$root/build-fuzz/tests/fuzz/fuzz_gguf" -max_total_time="$fuzz_seconds" \
+        -print_final_stats=1 "$work/corpus" >"$work/fuzz.log" 2>&1); then
+  cat "$work/fuzz.log"
+  echo "fuzz_gguf FAILED (the crashing input is printed above)"
+  exit 1
+fi
+tail -n 12 "$work/fuzz.log"
+
+phase "sanitizer tests (unit, gguf)"
+(cd build-asan && ctest -L 'unit|gguf' --output-on-failure -j2)
+
+phase "all tests (release)"
+(cd build && ctest --output-on-failure -j2)

@@ -1,0 +1,12 @@
+// Subcommands of the tessel CLI. Each add_*_command registers its options and a callback on
+// the app; callbacks throw tessel::Error on bad input, which main() prints on one line.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace tessel::cli {
+
+/// `tessel info FILE [--json] [--full-arrays]`: GGUF metadata and tensor table.
+void add_info_command(CLI::App& app);
+
+}  // namespace tessel::cli

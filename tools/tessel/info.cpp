@@ -1,0 +1,152 @@
+// `tessel info`: describe a GGUF file (metadata and tensor table), as text or JSON.
+#include <cinttypes>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "commands.hpp"
+#include "core/dtype.hpp"
+#include "gguf/reader.hpp"
+
+namespace tessel::cli {
+namespace {
+
+using gguf::Value;
+using gguf::ValueType;
+
+constexpr size_t kArrayPreview = 8;  // elements shown per array in text output
+constexpr size_t kJsonArrayPreview = 64;
+constexpr size_t kStringPreview = 120;
+
+std::string quote(const std::string& s) {
+    std::string body = s.size() > kStringPreview ? s.substr(0, kStringPreview) + "..." : s;
+    return nlohmann::ordered_json(body).dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+std::string scalar_text(const Value& v) {
+    switch (v.type()) {
+        case ValueType::UINT8: case ValueType::UINT16: case ValueType::UINT32: case ValueType::UINT64:
+            return std::to_string(v.as_u64());
+        case ValueType::INT8: case ValueType::INT16: case ValueType::INT32: case ValueType::INT64:
+            return std::to_string(v.as_i64());
+        case ValueType::FLOAT32: case ValueType::FLOAT64: {
+            char buf[64];
+            std::snprintf(buf, sizeof buf, "%.9g", v.as_f64());
+            return buf;
+        }
+        case ValueType::BOOL: return v.as_bool() ? "true" : "false";
+        case ValueType::STRING: return quote(v.as_string());
+        case ValueType::ARRAY: break;
+    }
+    return "?";
+}
+
+std::string value_text(const Value& v) {
+    if (v.type() != ValueType::ARRAY) return scalar_text(v);
+    const auto& items = v.array();
+    std::string out = "[";
+    for (size_t i = 0; i < items.size() && i < kArrayPreview; ++i) {
+        if (i) out += ", ";
+        out += value_text(items[i]);
+    }
+    if (items.size() > kArrayPreview) out += ", ... (" + std::to_string(items.size()) + " total)";
+    return out + "]";
+}
+
+std::string type_text(const Value& v) {
+    if (v.type() != ValueType::ARRAY) return gguf::value_type_name(v.type());
+    return std::string("arr[") + gguf::value_type_name(v.array_type()) + "," + std::to_string(v.array().size()) + "]";
+}
+
+nlohmann::ordered_json value_json(const Value& v, bool full) {
+    switch (v.type()) {
+        case ValueType::UINT8: case ValueType::UINT16: case ValueType::UINT32: case ValueType::UINT64:
+            return v.as_u64();
+        case ValueType::INT8: case ValueType::INT16: case ValueType::INT32: case ValueType::INT64:
+            return v.as_i64();
+        case ValueType::FLOAT32: case ValueType::FLOAT64: return v.as_f64();
+        case ValueType::BOOL: return v.as_bool();
+        case ValueType::STRING: return v.as_string();
+        case ValueType::ARRAY: {
+            nlohmann::ordered_json values = nlohmann::ordered_json::array();
+            const auto& items = v.array();
+            const size_t n = full ? items.size() : std::min(items.size(), kJsonArrayPreview);
+            for (size_t i = 0; i < n; ++i) values.push_back(value_json(items[i], full));
+            return {{"array_type", gguf::value_type_name(v.array_type())}, {"length", items.size()}, {"values", values}};
+        }
+    }
+    return nullptr;
+}
+
+std::string shape_text(const gguf::TensorInfo& t) {
+    std::string s = "[";
+    for (uint32_t d = 0; d < t.n_dims; ++d) s += (d ? ", " : "") + std::to_string(t.ne[d]);
+    return s + "]";
+}
+
+void print_text(const gguf::File& f) {
+    std::printf("file: %s\n", f.name().c_str());
+    std::printf("gguf version %u, alignment %" PRIu64 ", data offset %" PRIu64 ", file size %" PRIu64 " bytes\n",
+                f.version(), f.alignment(), f.data_offset(), f.file_size());
+    std::printf("\nmetadata (%zu keys):\n", f.metadata().size());
+    size_t key_width = 0;
+    for (const auto& kv : f.metadata()) key_width = std::max(key_width, kv.key.size());
+    for (const auto& kv : f.metadata())
+        std::printf("  %-*s %-18s = %s\n", static_cast<int>(key_width), kv.key.c_str(), type_text(kv.value).c_str(),
+                    value_text(kv.value).c_str());
+
+    uint64_t total = 0;
+    size_t name_width = 4;
+    for (const auto& t : f.tensors()) {
+        total += t.size;
+        name_width = std::max(name_width, t.name.size());
+    }
+    std::printf("\ntensors (%zu, %" PRIu64 " bytes):\n", f.tensors().size(), total);
+    std::printf("  %-*s %-8s %-24s %12s %12s\n", static_cast<int>(name_width), "name", "type", "shape (ne)", "bytes", "offset");
+    for (const auto& t : f.tensors()) {
+        const DTypeInfo& info = dtype_info(t.type);
+        std::printf("  %-*s %-8s %-24s %12" PRIu64 " %12" PRIu64 "%s\n", static_cast<int>(name_width), t.name.c_str(),
+                    info.name, shape_text(t).c_str(), t.size, t.offset, info.supported ? "" : "  (unsupported type)");
+    }
+}
+
+void print_json(const gguf::File& f, bool full) {
+    nlohmann::ordered_json meta = nlohmann::ordered_json::object();
+    for (const auto& kv : f.metadata()) meta[kv.key] = value_json(kv.value, full);
+    nlohmann::ordered_json tensors = nlohmann::ordered_json::array();
+    for (const auto& t : f.tensors()) {
+        nlohmann::ordered_json ne = nlohmann::ordered_json::array();
+        for (uint32_t d = 0; d < t.n_dims; ++d) ne.push_back(t.ne[d]);
+        tensors.push_back({{"name", t.name}, {"type", dtype_name(t.type)}, {"ne", ne}, {"bytes", t.size},
+                           {"offset", t.offset}, {"supported", dtype_info(t.type).supported}});
+    }
+    nlohmann::ordered_json out = {{"file", f.name()},       {"version", f.version()},     {"alignment", f.alignment()},
+                          {"data_offset", f.data_offset()}, {"file_size", f.file_size()}, {"metadata", meta},
+                          {"tensors", tensors}};
+    std::printf("%s\n", out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace).c_str());
+}
+
+}  // namespace
+
+void add_info_command(CLI::App& app) {
+    struct Options {
+        std::string file;
+        bool json = false;
+        bool full_arrays = false;
+    };
+    auto opts = std::make_shared<Options>();
+    CLI::App* cmd = app.add_subcommand("info", "Print a GGUF file's metadata and tensor table");
+    cmd->add_option("file", opts->file, "GGUF file")->required();
+    cmd->add_flag("--json", opts->json, "Print JSON (arrays show their first 64 values)");
+    cmd->add_flag("--full-arrays", opts->full_arrays, "With --json: print every array value");
+    cmd->callback([opts] {
+        const gguf::File f = gguf::File::open(opts->file);
+        if (opts->json)
+            print_json(f, opts->full_arrays);
+        else
+            print_text(f);
+    });
+}
+
+}  // namespace tessel::cli
