@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 namespace tessel::quant {
 
@@ -68,5 +69,19 @@ inline constexpr int8_t kValuesIQ4NL[16] = {-127, -104, -83, -65, -49, -35, -22,
 
 /// E2M1 code -> value times 2 (format constant; MXFP4 dequant halves the E8M0 scale to match).
 inline constexpr int8_t kValuesMXFP4x2[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+/// Block number i of a packed row of blocks B (memcpy: `src` needs no alignment).
+template <typename B>
+inline B load_block(const void* src, int64_t i) {
+    B b;
+    std::memcpy(&b, static_cast<const char*>(src) + i * static_cast<int64_t>(sizeof(B)), sizeof(B));
+    return b;
+}
+
+/// Writes block b as block number i of a packed row (`dst` needs no alignment).
+template <typename B>
+inline void store_block(void* dst, int64_t i, const B& b) {
+    std::memcpy(static_cast<char*>(dst) + i * static_cast<int64_t>(sizeof(B)), &b, sizeof(B));
+}
 
 }  // namespace tessel::quant

@@ -23,12 +23,7 @@ namespace {
 /// unaligned), with out = dst + QK_K * block index.
 template <typename Block, typename Fn>
 void for_each_block(const void* src, float* dst, int64_t n, Fn fn) {
-    const auto* bytes = static_cast<const uint8_t*>(src);
-    for (int64_t i = 0; i < n / QK_K; ++i) {
-        Block b;
-        std::memcpy(&b, bytes + i * static_cast<int64_t>(sizeof(Block)), sizeof(Block));
-        fn(b, dst + i * QK_K);
-    }
+    for (int64_t i = 0; i < n / QK_K; ++i) fn(load_block<Block>(src, i), dst + i * QK_K);
 }
 
 /// 2-bit quant of element e (0..255) in a 64-byte qs array.

@@ -25,20 +25,6 @@
 namespace tessel::quant {
 namespace {
 
-/// Block number i of a packed row of blocks B.
-template <typename B>
-B load_block(const void* src, int64_t i) {
-    B b;
-    std::memcpy(&b, static_cast<const char*>(src) + i * static_cast<int64_t>(sizeof(B)), sizeof(B));
-    return b;
-}
-
-/// Writes block b as block number i of a packed row.
-template <typename B>
-void store_block(void* dst, int64_t i, const B& b) {
-    std::memcpy(static_cast<char*>(dst) + i * static_cast<int64_t>(sizeof(B)), &b, sizeof(B));
-}
-
 /// C's float-to-integer conversion (truncation toward zero). A NaN or out-of-range value
 /// gives 0, which is what ggml's `(int8_t)` / `(uint8_t)` casts produce on x86; finite blocks
 /// never reach that case.

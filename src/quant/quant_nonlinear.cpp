@@ -19,18 +19,6 @@
 namespace tessel::quant {
 namespace {
 
-template <typename B>
-B load_block(const void* src, int64_t i) {
-    B b;
-    std::memcpy(&b, static_cast<const char*>(src) + i * static_cast<int64_t>(sizeof(B)), sizeof(B));
-    return b;
-}
-
-template <typename B>
-void store_block(void* dst, int64_t i, const B& b) {
-    std::memcpy(static_cast<char*>(dst) + i * static_cast<int64_t>(sizeof(B)), &b, sizeof(B));
-}
-
 /// Writes table[q] * d for the 32 split-half nibbles qs (low nibbles are elements 0..15,
 /// high nibbles 16..31).
 void scale_nibbles(const uint8_t* qs, const int8_t* table, float d, float* y) {

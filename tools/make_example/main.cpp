@@ -26,7 +26,9 @@ void add_quantized(gguf::Writer& w, const std::string& name, DType type, int64_t
     std::vector<uint8_t> bytes(dtype_row_bytes(type, ne0) * static_cast<uint64_t>(ne1));
     const uint64_t row = dtype_row_bytes(type, ne0);
     for (int64_t r = 0; r < ne1; ++r) quant::quantize_row(type, values.data() + r * ne0, bytes.data() + r * row, ne0);
-    w.add_tensor(name, type, {ne0, ne1}, bytes.data(), bytes.size());
+    std::vector<int64_t> shape{ne0};
+    if (ne1 > 1) shape.push_back(ne1);
+    w.add_tensor(name, type, shape, bytes.data(), bytes.size());
 }
 
 }  // namespace
@@ -48,7 +50,7 @@ int main(int argc, char** argv) {
         for (const char* t : {"<s>", "</s>", "hello", "world"}) tokens.push_back(gguf::Value::string(t));
         w.set("tokenizer.ggml.tokens", gguf::Value::array(gguf::ValueType::STRING, std::move(tokens)));
         add_quantized(w, "token_embd.weight", DType::Q8_0, 256, 4, 0.05f);
-        add_quantized(w, "blk.0.attn_norm.weight", DType::F32, 256, 1, 0.0f);  // stored as [256, 1]
+        add_quantized(w, "blk.0.attn_norm.weight", DType::F32, 256, 1, 0.0f);
         add_quantized(w, "blk.0.ffn_up.weight", DType::Q4_K, 256, 8, 0.11f);
         add_quantized(w, "output.weight", DType::F16, 256, 4, 0.07f);
         w.write_file(argv[1]);
