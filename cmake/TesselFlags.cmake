@@ -1,7 +1,8 @@
 # Compiler flags shared by every tessel target.
 #
 # tessel_warnings: -Wall -Wextra -Werror for project code (never for third-party code).
-# Sanitizers apply globally when TESSEL_SANITIZE is on.
+# Sanitizers apply globally when TESSEL_SANITIZE (ASan+UBSan) or TESSEL_TSAN (ThreadSanitizer) is
+# on; the two cannot be combined.
 # tessel_isa_sources(): per-ISA translation units get their target flags here, keyed by the
 # file-name suffix (_f16c, _avx2, _avx512, ...), so the portable build never uses -march=native.
 
@@ -20,6 +21,14 @@ add_compile_options(-ffp-contract=off)
 if(TESSEL_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
   add_link_options(-fsanitize=address,undefined)
+endif()
+
+if(TESSEL_TSAN)
+  if(TESSEL_SANITIZE)
+    message(FATAL_ERROR "TESSEL_TSAN and TESSEL_SANITIZE are mutually exclusive (ThreadSanitizer cannot run with AddressSanitizer)")
+  endif()
+  add_compile_options(-fsanitize=thread -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=thread)
 endif()
 
 set(TESSEL_X86 OFF)

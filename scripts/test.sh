@@ -3,7 +3,9 @@
 #   1. install build dependencies (scripts/install-deps.sh, idempotent)
 #   2. release build (build/), sanitizer build (build-asan/), libFuzzer build (build-fuzz/, clang)
 #   3. fuzz the GGUF reader for TESSEL_FUZZ_SECONDS (default 60) from tests/fuzz/corpus
-#   4. sanitizer run of the unit and GGUF tests, then the full suite on the release build
+#   4. sanitizer run of the unit and GGUF tests
+#   5. ThreadSanitizer build of test_unit only (build-tsan/) and a run of the thread-pool tests
+#   6. the full suite on the release build
 # The log ends with ctest's summary line of the full suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,6 +43,11 @@ tail -n 12 "$work/fuzz.log"
 
 phase "sanitizer tests (unit, gguf)"
 (cd build-asan && ctest -L 'unit|gguf' --output-on-failure -j2)
+
+phase "thread sanitizer: thread-pool tests"
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSEL_TSAN=ON
+cmake --build build-tsan --target test_unit
+TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/test_unit --gtest_filter='ThreadPool*' --gtest_brief=1
 
 phase "all tests (release)"
 (cd build && ctest --output-on-failure -j2)
