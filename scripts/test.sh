@@ -11,6 +11,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 fuzz_seconds=${TESSEL_FUZZ_SECONDS:-60}
+if ! [[ "$fuzz_seconds" =~ ^[1-9][0-9]*$ ]]; then
+  echo "test.sh: TESSEL_FUZZ_SECONDS must be a positive whole number of seconds, got '$fuzz_seconds'" >&2
+  exit 2
+fi
 t0=$SECONDS
 phase() { echo; echo "== [$((SECONDS - t0)) s] $*"; }
 
@@ -33,10 +37,11 @@ phase "fuzz the GGUF reader for ${fuzz_seconds} s"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir "$work/corpus" && cp tests/fuzz/corpus/* "$work/corpus"/
+mkdir -p build-fuzz/artifacts
 if ! (cd "$work" && "$root/build-fuzz/tests/fuzz/fuzz_gguf" -max_total_time="$fuzz_seconds" \
-        -print_final_stats=1 "$work/corpus" >"$work/fuzz.log" 2>&1); then
+        -artifact_prefix="$root/build-fuzz/artifacts/" -print_final_stats=1 "$work/corpus" >"$work/fuzz.log" 2>&1); then
   cat "$work/fuzz.log"
-  echo "fuzz_gguf FAILED (the crashing input is printed above)"
+  echo "fuzz_gguf FAILED: the crashing input is kept in build-fuzz/artifacts/"
   exit 1
 fi
 tail -n 12 "$work/fuzz.log"

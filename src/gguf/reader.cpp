@@ -31,7 +31,8 @@ File::File(const uint8_t* data, size_t size, bool owns_mapping, std::string name
     : name_(std::move(name)), data_(data), size_(size), owns_mapping_(owns_mapping) {}
 
 File File::open(const std::string& path) {
-    FdGuard fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+    // O_NONBLOCK: opening a FIFO must not wait for a writer; it is rejected as not regular below.
+    FdGuard fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
     if (fd.fd < 0) throw_io(path, "open", errno);
     struct stat st {};
     if (::fstat(fd.fd, &st) != 0) throw_io(path, "stat", errno);

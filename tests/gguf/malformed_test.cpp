@@ -41,6 +41,9 @@ struct Case {
     std::vector<std::string> message_parts;  ///< each must appear in what()
 };
 
+/// Test names print the case name only (not a byte dump of the struct).
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
 /// base_file() with `edit` applied.
 std::function<Bytes()> edited(std::function<void(Bytes&)> edit) {
     return [edit] {

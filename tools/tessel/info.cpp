@@ -24,6 +24,23 @@ std::string quote(const std::string& s) {
     return nlohmann::ordered_json(body).dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
+/// Keys, tensor and file names come from the file: escape control characters so they cannot
+/// drive the terminal or break the table.
+std::string printable(const std::string& s) {
+    std::string out;
+    out.reserve(s.size());
+    for (unsigned char c : s) {
+        if (c < 0x20 || c == 0x7f) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\x%02x", c);
+            out += buf;
+        } else {
+            out += static_cast<char>(c);
+        }
+    }
+    return out;
+}
+
 std::string scalar_text(const Value& v) {
     switch (v.type()) {
         case ValueType::UINT8: case ValueType::UINT16: case ValueType::UINT32: case ValueType::UINT64:
@@ -86,27 +103,27 @@ std::string shape_text(const gguf::TensorInfo& t) {
 }
 
 void print_text(const gguf::File& f) {
-    std::printf("file: %s\n", f.name().c_str());
+    std::printf("file: %s\n", printable(f.name()).c_str());
     std::printf("gguf version %u, alignment %" PRIu64 ", data offset %" PRIu64 ", file size %" PRIu64 " bytes\n",
                 f.version(), f.alignment(), f.data_offset(), f.file_size());
     std::printf("\nmetadata (%zu keys):\n", f.metadata().size());
     size_t key_width = 0;
-    for (const auto& kv : f.metadata()) key_width = std::max(key_width, kv.key.size());
+    for (const auto& kv : f.metadata()) key_width = std::max(key_width, printable(kv.key).size());
     for (const auto& kv : f.metadata())
-        std::printf("  %-*s %-18s = %s\n", static_cast<int>(key_width), kv.key.c_str(), type_text(kv.value).c_str(),
-                    value_text(kv.value).c_str());
+        std::printf("  %-*s %-18s = %s\n", static_cast<int>(key_width), printable(kv.key).c_str(),
+                    type_text(kv.value).c_str(), value_text(kv.value).c_str());
 
     uint64_t total = 0;
     size_t name_width = 4;
     for (const auto& t : f.tensors()) {
         total += t.size;
-        name_width = std::max(name_width, t.name.size());
+        name_width = std::max(name_width, printable(t.name).size());
     }
     std::printf("\ntensors (%zu, %" PRIu64 " bytes):\n", f.tensors().size(), total);
     std::printf("  %-*s %-8s %-24s %12s %12s\n", static_cast<int>(name_width), "name", "type", "shape (ne)", "bytes", "offset");
     for (const auto& t : f.tensors()) {
         const DTypeInfo& info = dtype_info(t.type);
-        std::printf("  %-*s %-8s %-24s %12" PRIu64 " %12" PRIu64 "%s\n", static_cast<int>(name_width), t.name.c_str(),
+        std::printf("  %-*s %-8s %-24s %12" PRIu64 " %12" PRIu64 "%s\n", static_cast<int>(name_width), printable(t.name).c_str(),
                     info.name, shape_text(t).c_str(), t.size, t.offset, info.supported ? "" : "  (unsupported type)");
     }
 }
@@ -139,7 +156,7 @@ void add_info_command(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand("info", "Print a GGUF file's metadata and tensor table");
     cmd->add_option("file", opts->file, "GGUF file")->required();
     cmd->add_flag("--json", opts->json, "Print JSON (arrays show their first 64 values)");
-    cmd->add_flag("--full-arrays", opts->full_arrays, "With --json: print every array value");
+    cmd->add_flag("--full-arrays", opts->full_arrays, "With --json: print every array value")->needs("--json");
     cmd->callback([opts] {
         const gguf::File f = gguf::File::open(opts->file);
         if (opts->json)

@@ -1,7 +1,9 @@
 // tessel: one CLI binary with subcommands (see commands.hpp).
 #include <CLI/CLI.hpp>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 
 #include "commands.hpp"
@@ -14,13 +16,20 @@ int main(int argc, char** argv) {
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-        return app.exit(e);
+        if (e.get_exit_code() == 0) return app.exit(e);  // --help
+        std::fprintf(stderr, "tessel: error: %s (see tessel --help)\n", e.what());
+        return 2;
     } catch (const tessel::Error& e) {
         std::fprintf(stderr, "tessel: error: %s\n", e.what());
         return 1;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "tessel: internal error: %s\n", e.what());
         return 2;
+    }
+    // Output goes to scripts (--json): a failed write (full disk, closed pipe) is an error.
+    if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+        std::fprintf(stderr, "tessel: error: cannot write output: %s\n", std::strerror(errno));
+        return 1;
     }
     return 0;
 }
