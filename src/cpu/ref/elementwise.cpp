@@ -1,0 +1,8 @@
+// Reference kernels: see register_elementwise_ops in cpu/ref/ref.hpp for the ops of this group.
+#include "cpu/ref/ref.hpp"
+
+namespace tessel::cpu::ref {
+
+void register_elementwise_ops(KernelTable& t) { (void)t; }
+
+}  // namespace tessel::cpu::ref

@@ -1,0 +1,8 @@
+// Reference kernels: see register_matmul_ops in cpu/ref/ref.hpp for the ops of this group.
+#include "cpu/ref/ref.hpp"
+
+namespace tessel::cpu::ref {
+
+void register_matmul_ops(KernelTable& t) { (void)t; }
+
+}  // namespace tessel::cpu::ref
