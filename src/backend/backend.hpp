@@ -1,0 +1,81 @@
+// Devices, backends (streams) and events (DESIGN.md, "Core contracts").
+//
+// A Device describes one piece of hardware and what it supports; init_backend() opens a
+// Backend, a stream of work on it. graph_compute may return before the work is done
+// (asynchronous devices); synchronize() waits. Events order work across backends: record on
+// one, wait on another.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/buffer.hpp"
+#include "graph/graph.hpp"
+
+namespace tessel {
+
+class Backend;
+
+enum class DeviceKind { Cpu, Accel };
+
+/// A point in a backend's stream. Devices subclass it; the CPU's is signalled when recorded.
+class Event {
+public:
+    virtual ~Event() = default;
+    /// Blocks the calling host thread until the recorded work has finished.
+    virtual void synchronize() = 0;
+};
+
+struct BackendParams {
+    int n_threads = 0;  ///< CPU threads; 0 = the device's default
+};
+
+class Device {
+public:
+    virtual ~Device() = default;
+    virtual std::string name() const = 0;         ///< e.g. "CPU", "NPU0"
+    virtual std::string description() const = 0;  ///< e.g. the CPU model
+    virtual DeviceKind kind() const = 0;
+    /// Free and total memory, bytes (host RAM for the CPU).
+    virtual void memory(size_t& free, size_t& total) const = 0;
+
+    /// Opens a stream on this device. Throws tessel::Error on failure.
+    virtual std::unique_ptr<Backend> init_backend(const BackendParams& params) = 0;
+    /// Default buffer type for this device's tensors.
+    virtual BufferType& buffer_type() = 0;
+    /// Extra buffer types for weights (e.g. CPU_PACKED), best first; used when they support a tensor.
+    virtual std::vector<BufferType*> extra_weight_buffer_types() { return {}; }
+    /// True when this device can compute node t (types, shapes, params of t and its sources).
+    virtual bool supports_op(const Tensor& t) const = 0;
+    /// True when this device's kernels can read tensors stored in buffers of type bt.
+    virtual bool supports_buft(const BufferType& bt) const = 0;
+    /// Optional entry points by name (e.g. "split_buffer_type", "allreduce_comm"); nullptr if absent.
+    virtual void* proc(const std::string& name) { (void)name; return nullptr; }
+    /// A new event for this device's streams.
+    virtual std::unique_ptr<Event> new_event() = 0;
+};
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+    virtual Device& device() = 0;
+    std::string name() const { return const_cast<Backend*>(this)->device().name(); }
+
+    /// Computes `nodes` in order (all their data already placed in buffers this device reads).
+    /// May return before the work finishes; call synchronize() before reading results.
+    virtual void graph_compute(const std::vector<Tensor*>& nodes) = 0;
+    /// Waits for all work queued on this stream.
+    virtual void synchronize() = 0;
+    /// Reorders `nodes` for speed without changing any result (default: keeps the order).
+    virtual void graph_optimize(std::vector<Tensor*>& nodes) { (void)nodes; }
+    /// Name of the kernel this backend runs (or last ran) for node t, e.g. "ref" or
+    /// "q4_0_q8_0_gemv_1x8_avx2"; shown by test-ops for every case.
+    virtual std::string kernel_name(const Tensor& t) const { (void)t; return "?"; }
+    /// Marks the current point of this stream in `e`.
+    virtual void event_record(Event& e) = 0;
+    /// Makes later work on this stream wait for `e` (recorded on any backend).
+    virtual void event_wait(Event& e) = 0;
+};
+
+}  // namespace tessel

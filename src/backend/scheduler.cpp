@@ -1,0 +1,172 @@
+#include "backend/scheduler.hpp"
+
+#include <string>
+
+#include "graph/allocator.hpp"
+#include "tessel/errors.hpp"
+
+namespace tessel {
+namespace {
+
+const Tensor* owner(const Tensor* t) { return t->view_src ? t->view_src : t; }
+
+bool is_weight(const Tensor& t) {
+    return (t.flags & kFlagWeight) || (t.buffer && t.buffer->usage() == BufferUsage::Weights);
+}
+
+}  // namespace
+
+Scheduler::Scheduler(std::vector<Backend*> backends) : backends_(std::move(backends)) {
+    for (Backend* b : backends_)
+        if (b->device().kind() == DeviceKind::Cpu) cpu_ = b;
+    if (!cpu_) throw Error(ErrorCode::InvalidArgument, "scheduler: a CPU backend is required as the fallback");
+}
+
+Scheduler::~Scheduler() = default;
+
+Backend* Scheduler::assign(const Tensor& node) const {
+    // 1. where the weights are
+    for (const Tensor* s : node.src) {
+        if (!s) continue;
+        const Tensor* o = owner(s);
+        if (!is_weight(*o) || !o->buffer) continue;
+        for (Backend* b : backends_)
+            if (b->device().supports_buft(o->buffer->type()) && b->device().supports_op(node)) return b;
+    }
+    // 2. priority order; the CPU supports every op its reference kernels cover
+    for (Backend* b : backends_)
+        if (b->device().supports_op(node)) return b;
+    return nullptr;
+}
+
+void Scheduler::allocate(Graph& g) {
+    splits_.clear();
+    assignment_.clear();
+    compute_buffers_.clear();
+    staging_.clear();
+    copy_tensors_.clear();
+    events_.clear();
+
+    // 1. assignment (views follow their source node, or the CPU for views of leaves)
+    for (Tensor* n : g.nodes()) {
+        Backend* b = nullptr;
+        if (op_is_view(n->op)) {
+            auto it = assignment_.find(n->src[0]);
+            b = it != assignment_.end() ? it->second : cpu_;
+        } else {
+            b = assign(*n);
+            if (!b) throw Error(ErrorCode::Unsupported, std::string("no backend supports ") + op_name(n->op) + " " + describe(*n));
+        }
+        assignment_[n] = b;
+    }
+
+    // 2. splits of consecutive nodes on one backend (views join the current split)
+    for (Tensor* n : g.nodes()) {
+        Backend* b = assignment_.at(n);
+        if (op_is_view(n->op) && !splits_.empty()) {
+            b = splits_.back().backend;
+            assignment_[n] = b;
+        }
+        if (splits_.empty() || splits_.back().backend != b) splits_.push_back({b, {}, {}});
+        splits_.back().nodes.push_back(n);
+    }
+
+    // 3. inputs without memory (leaves the caller fills) go to host memory
+    size_t host_bytes = 0;
+    BufferType& host_type = cpu_->device().buffer_type();
+    const size_t align = host_type.alignment();
+    std::vector<Tensor*> host_leaves;
+    for (Tensor* l : g.leaves())
+        if (!l->buffer && !l->view_src) {
+            host_leaves.push_back(l);
+            host_bytes += (host_type.alloc_size(*l) + align - 1) / align * align;
+        }
+    if (!host_leaves.empty()) {
+        staging_.push_back(host_type.alloc_buffer(host_bytes));
+        Buffer& buf = *staging_.back();
+        buf.set_usage(BufferUsage::Compute);
+        size_t off = 0;
+        for (Tensor* l : host_leaves) {
+            buf.init_tensor(*l, off);
+            off += (host_type.alloc_size(*l) + align - 1) / align * align;
+        }
+    }
+
+    // 4. compute buffers per backend, planned over the whole node order
+    for (Backend* b : backends_) {
+        BufferType& bt = b->device().buffer_type();
+        auto mine = [&](const Tensor& t) {
+            auto it = assignment_.find(&t);
+            return it != assignment_.end() && it->second == b && !t.view_src && !op_is_view(t.op);
+        };
+        AllocPlan plan = plan_allocation(g.nodes(), mine, [&](const Tensor& t) { return bt.alloc_size(t); }, bt.alignment());
+        if (plan.offset.empty()) continue;
+        auto buf = bt.alloc_buffer(plan.size);
+        buf->set_usage(BufferUsage::Compute);
+        for (Tensor* n : g.nodes())
+            if (plan.offset.count(n)) buf->init_tensor(*n, plan.offset.at(n));
+        compute_buffers_[b] = std::move(buf);
+    }
+    for (Tensor* n : g.nodes())  // views once their owners have data
+        if (n->view_src && n->view_src->buffer) n->view_src->buffer->init_tensor(*n, 0);
+
+    // 5. copies of split inputs the split's device cannot read
+    for (Split& s : splits_) {
+        std::unordered_map<const Tensor*, Tensor*> local;
+        for (Tensor* n : s.nodes)
+            for (Tensor*& src : n->src) {
+                if (!src) continue;
+                const Tensor* o = owner(src);
+                if (!o->buffer || s.backend->device().supports_buft(o->buffer->type())) continue;
+                if (src->view_src)
+                    throw Error(ErrorCode::Unsupported, "scheduler: " + describe(*n) + " on " + s.backend->name() +
+                                                            " reads view " + describe(*src) + " of memory it cannot access");
+                auto it = local.find(src);
+                if (it == local.end()) {
+                    BufferType& bt = s.backend->device().buffer_type();
+                    auto copy = std::make_unique<Tensor>(*src);
+                    copy->op = Op::NONE;
+                    copy->src = {};
+                    copy->name = src->name + " (copy)";
+                    staging_.push_back(bt.alloc_buffer(bt.alloc_size(*copy)));
+                    staging_.back()->set_usage(BufferUsage::Compute);
+                    staging_.back()->init_tensor(*copy, 0);
+                    s.copies.emplace_back(src, copy.get());
+                    it = local.emplace(src, copy.get()).first;
+                    copy_tensors_.push_back(std::move(copy));
+                }
+                src = it->second;
+            }
+    }
+    for (size_t i = 0; i < splits_.size(); ++i) events_.push_back(splits_[i].backend->device().new_event());
+}
+
+void Scheduler::compute() {
+    std::vector<uint8_t> staging;
+    for (size_t i = 0; i < splits_.size(); ++i) {
+        Split& s = splits_[i];
+        if (i > 0) s.backend->event_wait(*events_[i - 1]);
+        for (auto& [src, copy] : s.copies) {
+            if (Backend* producer = backend_of(*src)) producer->synchronize();
+            const size_t n = src->n_bytes();
+            staging.resize(n);
+            src->buffer->get_tensor(*src, staging.data(), 0, n);
+            copy->buffer->set_tensor(*copy, staging.data(), 0, n);
+        }
+        s.backend->graph_compute(s.nodes);
+        s.backend->event_record(*events_[i]);
+    }
+    for (Backend* b : backends_) b->synchronize();
+}
+
+Backend* Scheduler::backend_of(const Tensor& t) const {
+    auto it = assignment_.find(&t);
+    return it == assignment_.end() ? nullptr : it->second;
+}
+
+size_t Scheduler::compute_buffer_size(const Backend& b) const {
+    auto it = compute_buffers_.find(&b);
+    return it == compute_buffers_.end() ? 0 : it->second->size();
+}
+
+}  // namespace tessel

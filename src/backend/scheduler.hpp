@@ -1,0 +1,64 @@
+// The scheduler: runs one graph over several backends (DESIGN.md, "Core contracts").
+//
+// allocate(g):
+//  1. assigns every node to a backend: first the backend whose buffers hold a weight the node
+//     reads (if that backend supports the op), else the first backend in priority order whose
+//     device supports the op. The CPU backend (required, last) supports every op, so a node an
+//     accelerator declines always runs on the CPU — never an abort;
+//  2. cuts the node list into splits of consecutive nodes on one backend (views follow their
+//     source and compute nothing);
+//  3. for every split input stored where the split's device cannot read it, makes a copy in
+//     that backend's buffer type (copied at the start of the split);
+//  4. plans each backend's compute buffer with the liveness allocator and places the nodes;
+//     leaves without a buffer (inputs) are placed in host memory.
+// compute() then runs the splits in order; each split waits for the event of the split before
+// it, copies its inputs, computes, and records its own event. It returns when all are done.
+#pragma once
+
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "graph/graph.hpp"
+
+namespace tessel {
+
+class Scheduler {
+public:
+    /// `backends` in priority order; must contain a CPU backend (the fallback), best placed last.
+    /// Throws tessel::Error(InvalidArgument) when there is none.
+    explicit Scheduler(std::vector<Backend*> backends);
+    ~Scheduler();
+
+    /// Assigns, splits and allocates g (see above). Input leaves can be written after this.
+    /// Throws tessel::Error when a node has no backend (cannot happen with the CPU present).
+    void allocate(Graph& g);
+    /// Runs the graph allocated last; returns when every split is done.
+    void compute();
+
+    struct Split {
+        Backend* backend;
+        std::vector<Tensor*> nodes;
+        std::vector<std::pair<Tensor*, Tensor*>> copies;  ///< (source elsewhere, local copy)
+    };
+    const std::vector<Split>& splits() const { return splits_; }
+    /// The backend node t was assigned to (nullptr for tensors outside the graph).
+    Backend* backend_of(const Tensor& t) const;
+    /// Compute-buffer bytes planned for backend b (0 when it runs nothing).
+    size_t compute_buffer_size(const Backend& b) const;
+
+private:
+    Backend* assign(const Tensor& node) const;
+
+    std::vector<Backend*> backends_;
+    Backend* cpu_ = nullptr;
+    std::vector<Split> splits_;
+    std::unordered_map<const Tensor*, Backend*> assignment_;
+    std::unordered_map<const Backend*, std::unique_ptr<Buffer>> compute_buffers_;
+    std::vector<std::unique_ptr<Buffer>> staging_;       // copies and host inputs
+    std::vector<std::unique_ptr<Tensor>> copy_tensors_;  // the local copies
+    std::vector<std::unique_ptr<Event>> events_;          // one per split
+};
+
+}  // namespace tessel

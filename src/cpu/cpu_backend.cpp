@@ -1,0 +1,112 @@
+#include "cpu/cpu_backend.hpp"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "cpu/ref/ref.hpp"
+#include "cpu/threadpool.hpp"
+#include "tessel/errors.hpp"
+
+namespace tessel::cpu {
+namespace {
+
+class HostBuffer final : public Buffer {
+public:
+    HostBuffer(BufferType& type, size_t size) : Buffer(type, size) {
+        const size_t align = type.alignment();
+        const size_t bytes = (std::max<size_t>(size, 1) + align - 1) / align * align;
+        data_ = static_cast<uint8_t*>(std::aligned_alloc(align, bytes));
+        if (!data_) throw Error(ErrorCode::Io, "cannot allocate a CPU buffer of " + std::to_string(size) + " bytes");
+    }
+    ~HostBuffer() override { std::free(data_); }
+
+    void* base() override { return data_; }
+    void set_tensor(Tensor& t, const void* src, size_t offset, size_t size) override {
+        check_range(t, offset, size, "set_tensor");
+        std::memcpy(static_cast<uint8_t*>(t.data) + offset, src, size);
+    }
+    void get_tensor(const Tensor& t, void* dst, size_t offset, size_t size) const override {
+        check_range(t, offset, size, "get_tensor");
+        std::memcpy(dst, static_cast<const uint8_t*>(t.data) + offset, size);
+    }
+    void clear(uint8_t value) override { std::memset(data_, value, size()); }
+
+private:
+    uint8_t* data_ = nullptr;
+};
+
+/// CPU work is synchronous, so an event is complete as soon as it is recorded.
+class CpuEvent final : public Event {
+public:
+    void synchronize() override {}
+};
+
+class CpuBackend final : public Backend {
+public:
+    CpuBackend(CpuDevice& dev, int n_threads) : dev_(dev), pool_(n_threads) {}
+    Device& device() override { return dev_; }
+    void graph_compute(const std::vector<Tensor*>& nodes) override {
+        for (Tensor* node : nodes) {
+            if (op_is_view(node->op)) continue;
+            pool_.run([node](ThreadContext& ctx) { ref::compute(*node, ctx); });
+        }
+    }
+    void synchronize() override {}
+    std::string kernel_name(const Tensor&) const override { return "ref"; }
+    void event_record(Event&) override {}
+    void event_wait(Event& e) override { e.synchronize(); }
+
+private:
+    CpuDevice& dev_;
+    ThreadPool pool_;
+};
+
+}  // namespace
+
+std::unique_ptr<Buffer> HostBufferType::alloc_buffer(size_t size) {
+    if (size > max_size())
+        throw Error(ErrorCode::InvalidArgument, "CPU buffer of " + std::to_string(size) + " bytes exceeds the maximum");
+    return std::make_unique<HostBuffer>(*this, size);
+}
+
+HostBufferType& HostBufferType::instance() {
+    static HostBufferType t;
+    return t;
+}
+
+std::string CpuDevice::description() const {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line))
+        if (line.rfind("model name", 0) == 0 || line.rfind("Model", 0) == 0) {
+            const auto colon = line.find(':');
+            if (colon != std::string::npos) return line.substr(line.find_first_not_of(" \t", colon + 1));
+        }
+    return "CPU";
+}
+
+void CpuDevice::memory(size_t& free, size_t& total) const {
+    const long page = ::sysconf(_SC_PAGESIZE);
+    total = static_cast<size_t>(::sysconf(_SC_PHYS_PAGES)) * static_cast<size_t>(page);
+    free = static_cast<size_t>(::sysconf(_SC_AVPHYS_PAGES)) * static_cast<size_t>(page);
+}
+
+std::unique_ptr<Backend> CpuDevice::init_backend(const BackendParams& params) {
+    const int n = params.n_threads > 0 ? params.n_threads : default_thread_count();
+    return std::make_unique<CpuBackend>(*this, n);
+}
+
+bool CpuDevice::supports_op(const Tensor& t) const { return ref::supports(t); }
+
+std::unique_ptr<Event> CpuDevice::new_event() { return std::make_unique<CpuEvent>(); }
+
+CpuDevice& cpu_device() {
+    static CpuDevice d;
+    return d;
+}
+
+}  // namespace tessel::cpu

@@ -1,0 +1,249 @@
+// Scheduler tests with a fake accelerator: its memory is not host-readable (so every crossing
+// needs a copy) and it supports only the ops a test allows; everything else must fall back to
+// the CPU and give the same results as a CPU-only run.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <set>
+
+#include "backend/registry.hpp"
+#include "backend/scheduler.hpp"
+#include "cpu/cpu_backend.hpp"
+#include "cpu/ref/ref.hpp"
+#include "cpu/threadpool.hpp"
+#include "graph/builder.hpp"
+#include "tessel/errors.hpp"
+
+using namespace tessel;
+
+namespace {
+
+class FakeBuffer final : public Buffer {
+public:
+    FakeBuffer(BufferType& t, size_t size) : Buffer(t, size), mem_(std::max<size_t>(size, 1) + 64) {}
+    void* base() override { return mem_.data(); }
+    void set_tensor(Tensor& t, const void* src, size_t off, size_t n) override {
+        check_range(t, off, n, "set_tensor");
+        std::memcpy(static_cast<uint8_t*>(t.data) + off, src, n);
+    }
+    void get_tensor(const Tensor& t, void* dst, size_t off, size_t n) const override {
+        check_range(t, off, n, "get_tensor");
+        std::memcpy(dst, static_cast<const uint8_t*>(t.data) + off, n);
+    }
+    void clear(uint8_t v) override { std::memset(mem_.data(), v, mem_.size()); }
+
+private:
+    std::vector<uint8_t> mem_;
+};
+
+class FakeBufferType final : public BufferType {
+public:
+    std::string name() const override { return "FAKE"; }
+    std::unique_ptr<Buffer> alloc_buffer(size_t size) override { return std::make_unique<FakeBuffer>(*this, size); }
+    bool is_host() const override { return false; }
+};
+
+class FakeEvent final : public Event {
+public:
+    void synchronize() override {}
+};
+
+class FakeDevice;
+
+class FakeBackend final : public Backend {
+public:
+    explicit FakeBackend(FakeDevice& d) : dev_(d), pool_(1) {}
+    Device& device() override;
+    void graph_compute(const std::vector<Tensor*>& nodes) override;
+    void synchronize() override {}
+    void event_record(Event&) override { ++events_recorded; }
+    void event_wait(Event& e) override { e.synchronize(); }
+    int events_recorded = 0;
+    std::vector<Tensor*> computed;
+
+private:
+    FakeDevice& dev_;
+    cpu::ThreadPool pool_;
+};
+
+class FakeDevice final : public Device {
+public:
+    explicit FakeDevice(std::set<Op> ops) : ops_(std::move(ops)) {}
+    std::string name() const override { return "FAKE0"; }
+    std::string description() const override { return "fake accelerator for tests"; }
+    DeviceKind kind() const override { return DeviceKind::Accel; }
+    void memory(size_t& free, size_t& total) const override { free = total = 1u << 30; }
+    std::unique_ptr<Backend> init_backend(const BackendParams&) override { return std::make_unique<FakeBackend>(*this); }
+    BufferType& buffer_type() override { return buft_; }
+    bool supports_op(const Tensor& t) const override { return ops_.count(t.op) != 0; }
+    bool supports_buft(const BufferType& bt) const override { return &bt == &buft_; }
+    std::unique_ptr<Event> new_event() override { return std::make_unique<FakeEvent>(); }
+
+private:
+    std::set<Op> ops_;
+    FakeBufferType buft_;
+};
+
+Device& FakeBackend::device() { return dev_; }
+
+void FakeBackend::graph_compute(const std::vector<Tensor*>& nodes) {
+    for (Tensor* n : nodes) {
+        if (op_is_view(n->op)) continue;
+        // The fake device must only ever be handed what it claims, with data in its own memory.
+        EXPECT_TRUE(dev_.supports_op(*n)) << describe(*n);
+        for (const Tensor* s : n->src)
+            if (s) {
+                EXPECT_TRUE(dev_.supports_buft((s->view_src ? s->view_src : s)->buffer->type())) << describe(*s);
+            }
+        pool_.run([n](cpu::ThreadContext& ctx) { cpu::ref::compute(*n, ctx); });
+        computed.push_back(n);
+    }
+}
+
+// y = ((x + b) * 2 + x) * 0.5, with ADD being the ops the fake device may take.
+struct SmallGraph {
+    Graph g;
+    Tensor *x, *b, *add1, *s1, *add2, *out;
+    SmallGraph() {
+        x = g.new_tensor(DType::F32, {37, 3}, "x");
+        b = g.new_tensor(DType::F32, {37}, "b");
+        x->flags |= kFlagInput;
+        b->flags |= kFlagInput;
+        add1 = build::add(g, x, b);
+        s1 = build::scale(g, add1, 2.0f);
+        add2 = build::add(g, s1, x);
+        out = build::scale(g, add2, 0.5f);
+        out->flags |= kFlagOutput;
+        g.expand(out);
+    }
+    void set_inputs() {
+        std::vector<float> xs(37 * 3), bs(37);
+        for (size_t i = 0; i < xs.size(); ++i) xs[i] = 0.25f * static_cast<float>(i) - 7.0f;
+        for (size_t i = 0; i < bs.size(); ++i) bs[i] = 1.0f / static_cast<float>(i + 1);
+        x->buffer->set_tensor(*x, xs.data(), 0, xs.size() * 4);
+        b->buffer->set_tensor(*b, bs.data(), 0, bs.size() * 4);
+    }
+    std::vector<float> result() const {
+        std::vector<float> r(37 * 3);
+        out->buffer->get_tensor(*out, r.data(), 0, r.size() * 4);
+        return r;
+    }
+};
+
+std::vector<float> run_cpu_only() {
+    auto cpu = cpu::cpu_device().init_backend({2});
+    SmallGraph sg;
+    Scheduler s({cpu.get()});
+    s.allocate(sg.g);
+    sg.set_inputs();
+    s.compute();
+    EXPECT_EQ(s.splits().size(), 1u);
+    return sg.result();
+}
+
+}  // namespace
+
+TEST(Scheduler, CpuOnlyComputesTheExpectedValues) {
+    const std::vector<float> r = run_cpu_only();
+    for (int row = 0; row < 3; ++row)
+        for (int i = 0; i < 37; ++i) {
+            const float x = 0.25f * static_cast<float>(row * 37 + i) - 7.0f;
+            const float b = 1.0f / static_cast<float>(i + 1);
+            EXPECT_FLOAT_EQ(r[row * 37 + i], ((x + b) * 2.0f + x) * 0.5f);
+        }
+}
+
+TEST(Scheduler, AcceleratorTakesWhatItSupportsAndCpuTakesTheRest) {
+    FakeDevice fake({Op::ADD});
+    auto fb = fake.init_backend({});
+    auto cpu = cpu::cpu_device().init_backend({2});
+    SmallGraph sg;
+    Scheduler s({fb.get(), cpu.get()});
+    s.allocate(sg.g);
+    EXPECT_EQ(s.backend_of(*sg.add1), fb.get());
+    EXPECT_EQ(s.backend_of(*sg.add2), fb.get());
+    EXPECT_EQ(s.backend_of(*sg.s1), cpu.get());
+    EXPECT_EQ(s.backend_of(*sg.out), cpu.get());
+    ASSERT_EQ(s.splits().size(), 4u);  // ADD | SCALE | ADD | SCALE
+    // the first ADD reads both host inputs through copies; the second ADD copies s1 and x
+    EXPECT_EQ(s.splits()[0].copies.size(), 2u);
+    EXPECT_EQ(s.splits()[1].copies.size(), 1u);  // add1's result back to host
+    EXPECT_EQ(s.splits()[2].copies.size(), 2u);
+    EXPECT_GT(s.compute_buffer_size(*fb), 0u);
+    sg.set_inputs();
+    s.compute();
+    EXPECT_EQ(static_cast<FakeBackend*>(fb.get())->computed.size(), 2u);
+    EXPECT_EQ(sg.result(), run_cpu_only());  // bit-identical: same reference kernels
+}
+
+TEST(Scheduler, DecliningAcceleratorFallsBackToCpuWithoutError) {
+    FakeDevice fake({});  // supports nothing
+    auto fb = fake.init_backend({});
+    auto cpu = cpu::cpu_device().init_backend({1});
+    SmallGraph sg;
+    Scheduler s({fb.get(), cpu.get()});
+    s.allocate(sg.g);
+    ASSERT_EQ(s.splits().size(), 1u);
+    EXPECT_EQ(s.splits()[0].backend, cpu.get());
+    EXPECT_EQ(s.compute_buffer_size(*fb), 0u);
+    sg.set_inputs();
+    s.compute();
+    EXPECT_TRUE(static_cast<FakeBackend*>(fb.get())->computed.empty());
+    EXPECT_EQ(sg.result(), run_cpu_only());
+}
+
+TEST(Scheduler, WeightsOnTheAcceleratorAreCopiedWhenTheCpuRunsTheOp) {
+    // The weight lives in FAKE memory, but the fake device declines MUL_MAT: the CPU runs it on a copy.
+    FakeDevice fake({Op::ADD});
+    auto fb = fake.init_backend({});
+    auto cpu = cpu::cpu_device().init_backend({2});
+    Graph g;
+    Tensor* w = g.new_tensor(DType::F32, {8, 4}, "w");
+    Tensor* x = g.new_tensor(DType::F32, {8, 2}, "x");
+    w->flags |= kFlagWeight;
+    Tensor* y = build::mul_mat(g, w, x);
+    y->flags |= kFlagOutput;
+    g.expand(y);
+    auto wbuf = fake.buffer_type().alloc_buffer(w->n_bytes());
+    wbuf->set_usage(BufferUsage::Weights);
+    wbuf->init_tensor(*w, 0);
+    std::vector<float> wv(32), xv(16);
+    for (int i = 0; i < 32; ++i) wv[i] = static_cast<float>(i % 5) - 2.0f;
+    for (int i = 0; i < 16; ++i) xv[i] = 0.5f * static_cast<float>(i);
+    wbuf->set_tensor(*w, wv.data(), 0, 128);
+
+    Scheduler s({fb.get(), cpu.get()});
+    s.allocate(g);
+    EXPECT_EQ(s.backend_of(*y), cpu.get());
+    ASSERT_EQ(s.splits().size(), 1u);
+    ASSERT_EQ(s.splits()[0].copies.size(), 1u);
+    x->buffer->set_tensor(*x, xv.data(), 0, 64);
+    s.compute();
+    std::vector<float> yv(8);
+    y->buffer->get_tensor(*y, yv.data(), 0, 32);
+    for (int m = 0; m < 2; ++m)
+        for (int n = 0; n < 4; ++n) {
+            float ref = 0;
+            for (int k = 0; k < 8; ++k) ref += wv[n * 8 + k] * xv[m * 8 + k];
+            EXPECT_FLOAT_EQ(yv[m * 4 + n], ref);
+        }
+}
+
+TEST(Scheduler, RequiresACpuBackend) {
+    FakeDevice fake({Op::ADD});
+    auto fb = fake.init_backend({});
+    EXPECT_THROW(Scheduler({fb.get()}), Error);
+}
+
+TEST(Registry, CpuIsRegisteredFirstAndDevicesCanBeAdded) {
+    Registry& r = Registry::global();
+    ASSERT_FALSE(r.devices().empty());
+    EXPECT_EQ(r.devices().front()->name(), "CPU");
+    EXPECT_EQ(r.find("CPU"), &cpu::cpu_device());
+    Device& d = r.add(std::make_unique<FakeDevice>(std::set<Op>{Op::ADD}));
+    EXPECT_EQ(r.find("FAKE0"), &d);
+    r.remove(d);
+    EXPECT_EQ(r.find("FAKE0"), nullptr);
+}
