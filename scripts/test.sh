@@ -3,7 +3,7 @@
 #   1. install build dependencies (scripts/install-deps.sh, idempotent)
 #   2. release build (build/), sanitizer build (build-asan/), libFuzzer build (build-fuzz/, clang)
 #   3. fuzz the GGUF reader for TESSEL_FUZZ_SECONDS (default 60) from tests/fuzz/corpus
-#   4. sanitizer run of the unit and GGUF tests
+#   4. sanitizer run of the unit, GGUF and test-ops tests
 #   5. ThreadSanitizer build of test_unit only (build-tsan/) and a run of the thread-pool tests
 #   6. the full suite on the release build
 # The log ends with ctest's summary line of the full suite.
@@ -46,8 +46,8 @@ if ! (cd "$work" && "$root/build-fuzz/tests/fuzz/fuzz_gguf" -max_total_time="$fu
 fi
 tail -n 12 "$work/fuzz.log"
 
-phase "sanitizer tests (unit, gguf)"
-(cd build-asan && ctest -L 'unit|gguf' --output-on-failure -j2)
+phase "sanitizer tests (unit, gguf, ops)"
+(cd build-asan && ctest -L 'unit|gguf|ops' --output-on-failure -j2)
 
 phase "thread sanitizer: thread-pool tests"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSEL_TSAN=ON

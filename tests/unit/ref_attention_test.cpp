@@ -17,55 +17,20 @@
 #include "graph/builder.hpp"
 #include "graph/builder_attn.hpp"
 #include "quant/quant.hpp"
+#include "ref_test_util.hpp"
 #include "support/host_graph.hpp"
 #include "tessel/errors.hpp"
 
 using namespace tessel;
+using reftest::get_values;
+using reftest::random_values;
+using reftest::run_values_1_and_3;
+using reftest::set_ints;
+using reftest::set_values;
 
 namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
-
-std::vector<float> random_values(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> dist(lo, hi);
-    std::vector<float> v(n);
-    for (float& x : v) x = dist(rng);
-    return v;
-}
-
-// Writes logical values (ne order) into a contiguous float or quantized tensor.
-void set_values(Tensor& t, const std::vector<float>& v) {
-    ASSERT_TRUE(t.is_contiguous());
-    ASSERT_EQ(static_cast<int64_t>(v.size()), t.n_elements());
-    for (int64_t r = 0; r < t.n_rows(); ++r)
-        quant::quantize_row(t.type, &v[r * t.ne[0]], static_cast<uint8_t*>(t.data) + r * t.nb[1], t.ne[0]);
-}
-
-void set_ints(Tensor& t, const std::vector<int32_t>& v) {
-    ASSERT_EQ(t.type, DType::I32);
-    ASSERT_EQ(static_cast<int64_t>(v.size()), t.n_elements());
-    std::memcpy(t.data, v.data(), v.size() * sizeof(int32_t));
-}
-
-std::vector<float> get_values(const Tensor& t) {
-    std::vector<float> v(t.n_elements());
-    for (int64_t r = 0; r < t.n_rows(); ++r)
-        quant::dequantize_row(t.type, static_cast<const uint8_t*>(t.data) + r * t.nb[1], &v[r * t.ne[0]], t.ne[0]);
-    return v;
-}
-
-// Runs with 1 and 3 threads (output poisoned in between), requires identical bits.
-std::vector<float> run_1_and_3(Graph& g, Tensor* out) {
-    test::run_reference(g, 1);
-    const std::vector<float> first = get_values(*out);
-    std::memset(out->data, 0xff, out->n_bytes());
-    test::run_reference(g, 3);
-    const std::vector<float> second = get_values(*out);
-    EXPECT_EQ(std::memcmp(first.data(), second.data(), first.size() * sizeof(float)), 0)
-        << "results differ between 1 and 3 threads";
-    return first;
-}
 
 void expect_close(const std::vector<float>& got, const std::vector<double>& want, double tol) {
     ASSERT_EQ(got.size(), want.size());
@@ -110,7 +75,7 @@ TEST(RefRope, NormModeRotatesEachPairByPositionTimesTheta) {
     test::HostMemory mem(r.g);
     set_values(*r.x, unit_pairs(8, 6));
     set_ints(*r.pos, {positions[0], positions[1], positions[2]});
-    const std::vector<float> y = run_1_and_3(r.g, r.y);
+    const std::vector<float> y = run_values_1_and_3(r.g, r.y);
     for (int t = 0; t < 3; ++t)
         for (int h = 0; h < 2; ++h)
             for (int j = 0; j < 4; ++j) {
@@ -141,7 +106,7 @@ TEST(RefRope, NeoxModePairsTheHalvesAndEqualsNormOnInterleavedInput) {
     set_values(*norm.x, xi);
     set_ints(*neox.pos, {3, 0, 11, 250});
     set_ints(*norm.pos, {3, 0, 11, 250});
-    const std::vector<float> yn = run_1_and_3(neox.g, neox.y), yi = run_1_and_3(norm.g, norm.y);
+    const std::vector<float> yn = run_values_1_and_3(neox.g, neox.y), yi = run_values_1_and_3(norm.g, norm.y);
     for (int64_t r = 0; r < H * T; ++r)
         for (int64_t j = 0; j < D / 2; ++j) {
             EXPECT_EQ(yn[r * D + j], yi[r * D + 2 * j]);
@@ -160,7 +125,7 @@ TEST(RefRope, PartialRotationCopiesTheTailAndPreservesNorms) {
     const std::vector<float> x = random_values(D * 4, 22);
     set_values(*r.x, x);
     set_ints(*r.pos, {5, 42});
-    const std::vector<float> y = run_1_and_3(r.g, r.y);
+    const std::vector<float> y = run_values_1_and_3(r.g, r.y);
     const int pos_of_row[4] = {5, 5, 42, 42};
     for (int row = 0; row < 4; ++row) {
         for (int64_t i = 4; i < D; ++i) EXPECT_EQ(y[row * D + i], x[row * D + i]);
@@ -185,7 +150,7 @@ TEST(RefRope, FreqScaleAndFreqFactorsDivideTheAngle) {
     set_values(*r.x, unit_pairs(4, 1));
     set_ints(*r.pos, {6});
     set_values(*r.ff, {3.0f, 0.5f});
-    const std::vector<float> y = run_1_and_3(r.g, r.y);
+    const std::vector<float> y = run_values_1_and_3(r.g, r.y);
     // angle = pos · theta / factor · freq_scale: 6·1/3·0.5 = 1, 6·0.1/0.5·0.5 = 0.6
     EXPECT_NEAR(y[0], 2.0 * std::cos(1.0), 1e-6);
     EXPECT_NEAR(y[1], 2.0 * std::sin(1.0), 1e-6);
@@ -213,7 +178,7 @@ TEST(RefRope, YarnRampsFromExtrapolationToInterpolationWithMagnitudeCorrection) 
         set_values(*r.x, x);
         const int32_t pos = 5;
         set_ints(*r.pos, {pos});
-        const std::vector<float> y = run_1_and_3(r.g, r.y);
+        const std::vector<float> y = run_values_1_and_3(r.g, r.y);
         const double mscale = 1.0 + 0.1 * std::log(4.0);
         auto pair = [&](int64_t j) {
             const int64_t a = mode == kRopeModeNeox ? j : 2 * j, b = mode == kRopeModeNeox ? j + D / 2 : 2 * j + 1;
@@ -252,7 +217,7 @@ TEST(RefRope, F16InAndOut) {
     set_values(*f.x, x);
     set_ints(*h.pos, {1, 2, 300});
     set_ints(*f.pos, {1, 2, 300});
-    const std::vector<float> yh = run_1_and_3(h.g, h.y), yf = run_1_and_3(f.g, f.y);
+    const std::vector<float> yh = run_values_1_and_3(h.g, h.y), yf = run_values_1_and_3(f.g, f.y);
     for (size_t i = 0; i < yh.size(); ++i) EXPECT_EQ(yh[i], fp16_to_fp32(fp32_to_fp16(yf[i]))) << i;
 }
 
@@ -304,7 +269,7 @@ TEST(RefSoftMax, KnownAnswers) {
     test::HostMemory mem(g);
     set_values(*x, {0.0f, std::log(2.0f), 5.0f, 5.0f});
     set_values(*x2, {0.0f, 1.0f});  // scaled by ln 2 -> [0, ln 2]
-    const std::vector<float> out = run_1_and_3(g, y);
+    const std::vector<float> out = run_values_1_and_3(g, y);
     EXPECT_NEAR(out[0], 1.0 / 3.0, 1e-7);
     EXPECT_NEAR(out[1], 2.0 / 3.0, 1e-7);
     EXPECT_EQ(out[2], 0.5f);
@@ -324,7 +289,7 @@ TEST(RefSoftMax, PaddedF16MaskBroadcastOverHeadsAndFullyMaskedRowsAreZero) {
     const float l2 = std::log(2.0f);
     set_values(*x, {0, l2, 7, /**/ 1, 2, 3, /**/ l2, 0, 0, /**/ 4, 4, 4});
     set_values(*mask, {0, 0, -kInf, /**/ -kInf, -kInf, -kInf, /**/ 9, 9, 9, /**/ 9, 9, 9});
-    const std::vector<float> out = run_1_and_3(g, y);
+    const std::vector<float> out = run_values_1_and_3(g, y);
     const std::vector<double> want = {1 / 3.0, 2 / 3.0, 0, /**/ 0, 0, 0, /**/ 2 / 3.0, 1 / 3.0, 0, /**/ 0, 0, 0};
     expect_close(out, want, 1e-7);
 }
@@ -340,7 +305,7 @@ TEST(RefSoftMax, AlibiSlopesFollowTheHeadCount) {
     g.expand(y);
     test::HostMemory mem(g);
     set_values(*mask, {0.0f, 1.0f});
-    const std::vector<float> out = run_1_and_3(g, y);
+    const std::vector<float> out = run_values_1_and_3(g, y);
     for (int h = 0; h < 6; ++h) EXPECT_NEAR(out[2 * h + 1], 1.0 / (1.0 + std::exp(-slope[h])), 1e-7) << "head " << h;
 }
 
@@ -355,7 +320,7 @@ TEST(RefSoftMax, SinksTakePartInTheNormaliserOnly) {
     set_values(*x, {0, 0, 0, 0, 0, 0, 0, 0});
     set_values(*mask, {0, 0, -kInf, -kInf});
     set_values(*sinks, {std::log(2.0f), 0.0f});
-    const std::vector<float> out = run_1_and_3(g, y);
+    const std::vector<float> out = run_values_1_and_3(g, y);
     // head 0: e^0, e^0 and the sink e^ln2 = 2 -> 1/4 each; head 1: 1/3 each; masked rows -> 0
     expect_close(out, {0.25, 0.25, 0, 0, 1 / 3.0, 1 / 3.0, 0, 0}, 1e-7);
 }
@@ -377,7 +342,7 @@ TEST(RefSoftMax, RandomInputsMatchAPlainFormulation) {
     set_values(*x, xv);
     set_values(*mask, mv);
     set_values(*sinks, sv);
-    const std::vector<float> out = run_1_and_3(g, y);
+    const std::vector<float> out = run_values_1_and_3(g, y);
 
     std::vector<double> want(xv.size());
     for (int64_t b = 0; b < B; ++b)
@@ -503,7 +468,7 @@ std::vector<float> check_flash_attn(const AttnCase& c, double tol) {
         sv = random_values(c.H, 44);
         set_values(*sinks, sv);
     }
-    const std::vector<float> got = run_1_and_3(g, y);
+    const std::vector<float> got = run_values_1_and_3(g, y);
     // the explicit version sees exactly the stored (rounded/quantized) values
     expect_close(got, explicit_attention(c, get_values(*q), get_values(*k), get_values(*v), mv, sv), tol);
     return got;
@@ -522,7 +487,7 @@ TEST(RefFlashAttn, SingleKeyReturnsItsValueRow) {
     set_values(*q, random_values(16, 51));
     set_values(*k, random_values(4, 52));
     set_values(*v, {1.5f, -2.0f, 0.25f});
-    const std::vector<float> out = run_1_and_3(g, y);
+    const std::vector<float> out = run_values_1_and_3(g, y);
     for (int r = 0; r < 4; ++r) {
         EXPECT_EQ(out[3 * r + 0], 1.5f);
         EXPECT_EQ(out[3 * r + 1], -2.0f);
@@ -587,7 +552,7 @@ TEST(RefFlashAttn, EqualsMulMatSoftMaxMulMatGraph) {
     for (int64_t t = 0; t < T; ++t)
         for (int64_t j = 0; j < KV; ++j) mv.push_back(j > KV - T + t ? -kInf : 0.0f);
     set_values(*mask, mv);
-    const std::vector<float> a = run_1_and_3(g, fa);
+    const std::vector<float> a = run_values_1_and_3(g, fa);
     const std::vector<float> b = get_values(*kqv);
     for (int64_t h = 0; h < H; ++h)
         for (int64_t t = 0; t < T; ++t)

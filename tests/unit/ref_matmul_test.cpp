@@ -14,51 +14,18 @@
 #include "graph/builder.hpp"
 #include "graph/builder_attn.hpp"
 #include "quant/quant.hpp"
+#include "ref_test_util.hpp"
 #include "support/host_graph.hpp"
 #include "tessel/errors.hpp"
 
 using namespace tessel;
+using reftest::get_values;
+using reftest::random_values;
+using reftest::run_values_1_and_3;
+using reftest::set_ints;
+using reftest::set_values;
 
 namespace {
-
-std::vector<float> random_values(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> dist(lo, hi);
-    std::vector<float> v(n);
-    for (float& x : v) x = dist(rng);
-    return v;
-}
-
-// Writes logical values (ne order) into a contiguous tensor of any quantizable type, row by row.
-void set_values(Tensor& t, const std::vector<float>& v) {
-    ASSERT_TRUE(t.is_contiguous());
-    ASSERT_EQ(static_cast<int64_t>(v.size()), t.n_elements());
-    const int64_t K = t.ne[0];
-    for (int64_t r = 0; r < t.n_rows(); ++r)
-        quant::quantize_row(t.type, &v[r * K], static_cast<uint8_t*>(t.data) + r * t.nb[1], K);
-}
-
-// Logical values of a contiguous tensor, dequantized row by row.
-std::vector<float> get_values(const Tensor& t) {
-    std::vector<float> v(t.n_elements());
-    const int64_t K = t.ne[0];
-    for (int64_t r = 0; r < t.n_rows(); ++r)
-        quant::dequantize_row(t.type, static_cast<const uint8_t*>(t.data) + r * t.nb[1], &v[r * K], K);
-    return v;
-}
-
-// Runs the graph with 1 and then 3 threads (output poisoned in between), requires identical
-// bits and returns the output values.
-std::vector<float> run_1_and_3(Graph& g, Tensor* out) {
-    test::run_reference(g, 1);
-    std::vector<float> first = get_values(*out);
-    std::memset(out->data, 0xff, out->n_bytes());  // NaN pattern: every element must be rewritten
-    test::run_reference(g, 3);
-    std::vector<float> second = get_values(*out);
-    EXPECT_EQ(std::memcmp(first.data(), second.data(), first.size() * sizeof(float)), 0)
-        << "results differ between 1 and 3 threads";
-    return first;
-}
 
 // y[n, m, b2, b3] = Σ_k w[k, n, b2 / r2, b3 / r3] · x[k, m, b2, b3] over logical values.
 std::vector<float> naive_mul_mat(const std::vector<float>& w, const std::array<int64_t, 4>& wn,
@@ -97,7 +64,7 @@ TEST(RefMulMat, KnownAnswer) {
     set_values(*w, {1, 2, 3, 0, -1, 0.5f});
     set_values(*x, {1, 1, 1, 2, 0, -2});
     // y[n, m] = w_n · x_m: (6, -0.5) for x_0, (-4, -1) for x_1
-    EXPECT_EQ(run_1_and_3(g, y), (std::vector<float>{6.0f, -0.5f, -4.0f, -1.0f}));
+    EXPECT_EQ(run_values_1_and_3(g, y), (std::vector<float>{6.0f, -0.5f, -4.0f, -1.0f}));
 }
 
 TEST(RefMulMat, EveryWeightTypeMatchesDequantizedTripleLoop) {
@@ -117,7 +84,7 @@ TEST(RefMulMat, EveryWeightTypeMatchesDequantizedTripleLoop) {
         set_values(*w, random_values(K * N, 1));
         set_values(*x, random_values(K * M, 2));
         ASSERT_TRUE(cpu::ref::supports(*y));
-        expect_close(run_1_and_3(g, y), naive_mul_mat(get_values(*w), w->ne, get_values(*x), x->ne));
+        expect_close(run_values_1_and_3(g, y), naive_mul_mat(get_values(*w), w->ne, get_values(*x), x->ne));
     }
 }
 
@@ -130,7 +97,7 @@ TEST(RefMulMat, WeightBatchesBroadcastByDivision) {
     test::HostMemory mem(g);
     set_values(*w, random_values(64 * 3 * 2, 3));
     set_values(*x, random_values(64 * 4 * 6 * 2, 4));
-    const std::vector<float> got = run_1_and_3(g, y);
+    const std::vector<float> got = run_values_1_and_3(g, y);
     expect_close(got, naive_mul_mat(get_values(*w), w->ne, get_values(*x), x->ne));
     // Spot check by hand: output (n=1, m=2, b2=4, b3=1) uses w batch 1.
     const std::vector<float> wv = get_values(*w), xv = get_values(*x);
@@ -161,7 +128,7 @@ TEST(RefMulMat, StridedActivationsAndWeights) {
         for (int64_t n = 0; n < N; ++n) wl[n * K + k] = fp16_to_fp32(fp32_to_fp16(wv[k * N + n]));
     }
     ASSERT_TRUE(cpu::ref::supports(*y));
-    expect_close(run_1_and_3(g, y), naive_mul_mat(wl, w->ne, xl, x->ne));
+    expect_close(run_values_1_and_3(g, y), naive_mul_mat(wl, w->ne, xl, x->ne));
 }
 
 TEST(RefMulMat, PermutedActivationsAndF16Activations) {
@@ -185,7 +152,7 @@ TEST(RefMulMat, PermutedActivationsAndF16Activations) {
             for (int64_t t = 0; t < T; ++t)
                 for (int64_t k = 0; k < K; ++k) ql[(h * T + t) * K + k] = qr[(t * H + h) * K + k];
         ASSERT_TRUE(cpu::ref::supports(*y));
-        expect_close(run_1_and_3(g, y), naive_mul_mat(wv, w->ne, ql, q->ne));
+        expect_close(run_values_1_and_3(g, y), naive_mul_mat(wv, w->ne, ql, q->ne));
     }
 }
 
@@ -256,7 +223,7 @@ TEST(RefMulMatId, MatchesPerExpertProductsForBroadcastAndPerSlotActivations) {
             set_values(*w, random_values(Kw * N * E, 9));
             set_values(*x, random_values(Kw * U * T, 10));
             std::memcpy(ids->data, id_values.data(), id_values.size() * sizeof(int32_t));
-            expect_close(run_1_and_3(g, y), naive_mul_mat_id(get_values(*w), Kw, N, E, get_values(*x), U, id_values, n_used, T));
+            expect_close(run_values_1_and_3(g, y), naive_mul_mat_id(get_values(*w), Kw, N, E, get_values(*x), U, id_values, n_used, T));
         }
     }
 }
@@ -275,7 +242,7 @@ TEST(RefMulMatId, OutOfRangeIdGivesZeroColumnAndLeavesOthersCorrect) {
     set_values(*w, wv);
     set_values(*x, xv);
     std::memcpy(ids->data, id_values.data(), id_values.size() * sizeof(int32_t));
-    const std::vector<float> got = run_1_and_3(g, y);
+    const std::vector<float> got = run_values_1_and_3(g, y);
     for (int64_t n = 0; n < N; ++n) {
         EXPECT_EQ(got[(0 * n_used + 1) * N + n], 0.0f);  // token 0 slot 1: id -1
         EXPECT_EQ(got[(1 * n_used + 0) * N + n], 0.0f);  // token 1 slot 0: id 3

@@ -13,6 +13,7 @@
 
 #include "core/fp16.hpp"
 #include "graph/graph.hpp"
+#include "quant/quant.hpp"
 #include "support/host_graph.hpp"
 
 namespace reftest {
@@ -94,6 +95,53 @@ inline void run_1_and_3(tessel::Graph& g, const std::vector<Tensor*>& outs) {
     tessel::test::run_reference(g, 3);
     size_t i = 0;
     for (Tensor* t : outs) EXPECT_EQ(bytes_of(*t), first[i++]) << "1 vs 3 threads differ for " << describe(*t);
+}
+
+/// n uniform random floats in [lo, hi) from a fixed seed.
+inline std::vector<float> random_values(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> dist(lo, hi);
+    std::vector<float> v(n);
+    for (float& x : v) x = dist(rng);
+    return v;
+}
+
+/// Writes logical values (ne order) into a contiguous tensor of any quantizable type, row by row.
+inline void set_values(Tensor& t, const std::vector<float>& v) {
+    ASSERT_TRUE(t.is_contiguous());
+    ASSERT_EQ(static_cast<int64_t>(v.size()), t.n_elements());
+    const int64_t K = t.ne[0];
+    for (int64_t r = 0; r < t.n_rows(); ++r)
+        tessel::quant::quantize_row(t.type, &v[r * K], static_cast<uint8_t*>(t.data) + r * t.nb[1], K);
+}
+
+/// Writes I32 values into a contiguous I32 tensor.
+inline void set_ints(Tensor& t, const std::vector<int32_t>& v) {
+    ASSERT_EQ(t.type, DType::I32);
+    ASSERT_EQ(static_cast<int64_t>(v.size()), t.n_elements());
+    std::memcpy(t.data, v.data(), v.size() * sizeof(int32_t));
+}
+
+/// Logical values of a contiguous tensor, dequantized row by row.
+inline std::vector<float> get_values(const Tensor& t) {
+    std::vector<float> v(t.n_elements());
+    const int64_t K = t.ne[0];
+    for (int64_t r = 0; r < t.n_rows(); ++r)
+        tessel::quant::dequantize_row(t.type, static_cast<const uint8_t*>(t.data) + r * t.nb[1], &v[r * K], K);
+    return v;
+}
+
+/// Runs the graph with 1 and then 3 threads (output poisoned in between), requires identical
+/// bits and returns the output values.
+inline std::vector<float> run_values_1_and_3(tessel::Graph& g, Tensor* out) {
+    tessel::test::run_reference(g, 1);
+    std::vector<float> first = get_values(*out);
+    std::memset(out->data, 0xff, out->n_bytes());  // NaN pattern: every element must be rewritten
+    tessel::test::run_reference(g, 3);
+    std::vector<float> second = get_values(*out);
+    EXPECT_EQ(std::memcmp(first.data(), second.data(), first.size() * sizeof(float)), 0)
+        << "results differ between 1 and 3 threads";
+    return first;
 }
 
 }  // namespace reftest

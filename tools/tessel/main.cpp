@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
     CLI::App app{"tessel: LLM inference engine for heterogeneous edge hardware"};
     app.require_subcommand(1);
     tessel::cli::add_info_command(app);
+    tessel::cli::add_test_ops_command(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

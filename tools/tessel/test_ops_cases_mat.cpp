@@ -1,0 +1,270 @@
+// test-ops cases of matrix products (MUL_MAT, MUL_MAT_ID) and attention (ROPE, SOFT_MAX,
+// FLASH_ATTN_EXT), and the perf-mode case list.
+#include <cmath>
+
+#include "graph/builder.hpp"
+#include "graph/builder_attn.hpp"
+#include "test_ops.hpp"
+
+namespace tessel::cli::test_ops {
+namespace {
+
+constexpr double kMatNmse = 5e-4;  // MUL_MAT, MUL_MAT_ID, FLASH_ATTN_EXT
+
+Case make(Op op, std::string variant, std::function<Tensor*(Maker&)> build, bool core = false, double bound = 1e-7) {
+    Case c;
+    c.op = op;
+    c.variant = std::move(variant);
+    c.build = std::move(build);
+    c.core = core;
+    c.max_nmse = bound;
+    return c;
+}
+
+/// A reduction length for type t: a multiple of its block, with a tail past a 256-multiple
+/// where the block allows it (plain types: odd).
+int64_t k_long(DType t) {
+    switch (dtype_info(t).block_size) {
+        case 1: return 291;
+        case 256: return 768;
+        default: return 288;  // 9 blocks of 32: 256 + a 32 tail
+    }
+}
+int64_t k_short(DType t) {
+    switch (dtype_info(t).block_size) {
+        case 1: return 33;
+        case 256: return 256;
+        default: return 160;  // 5 blocks
+    }
+}
+
+}  // namespace
+
+void add_matmul_cases(std::vector<Case>& out) {
+    for (DType t : weight_types()) {
+        const bool common = t == DType::F32 || t == DType::F16 || t == DType::Q4_0 || t == DType::Q8_0 || t == DType::Q4_K;
+        const int64_t kl = k_long(t), ks = k_short(t);
+        out.push_back(make(Op::MUL_MAT, "M=1", [t, kl](Maker& m) {
+            return build::mul_mat(m.g(), m.weight(t, {kl, 33}), m.input(DType::F32, {kl, 1}));
+        }, true, kMatNmse));
+        out.push_back(make(Op::MUL_MAT, "", [t, ks](Maker& m) {
+            return build::mul_mat(m.g(), m.weight(t, {ks, 17}), m.input(DType::F32, {ks, 7}));
+        }, true, kMatNmse));
+        out.push_back(make(Op::MUL_MAT, "", [t, ks](Maker& m) {
+            return build::mul_mat(m.g(), m.weight(t, {ks, 40}), m.input(DType::F32, {ks, 32}));
+        }, common, kMatNmse));
+        out.push_back(make(Op::MUL_MAT, "bcast", [t, ks](Maker& m) {
+            return build::mul_mat(m.g(), m.weight(t, {ks, 12, 2, 1}), m.input(DType::F32, {ks, 5, 6, 2}));
+        }, common, kMatNmse));
+        out.push_back(make(Op::MUL_MAT, "x-noncontig", [t, ks](Maker& m) {
+            return build::mul_mat(m.g(), m.weight(t, {ks, 9}), m.input_t(DType::F32, {ks, 5}));
+        }, false, kMatNmse));
+    }
+    // larger tiles with ragged edges (full runs only)
+    for (DType t : weight_types()) {
+        const int64_t K = 4 * k_long(t);
+        out.push_back(make(Op::MUL_MAT, "large", [t, K](Maker& m) {
+            return build::mul_mat(m.g(), m.weight(t, {K, 67}), m.input(DType::F32, {K, 19}));
+        }, false, kMatNmse));
+    }
+    // attention-style products: permuted K and Q, GQA broadcast over heads
+    out.push_back(make(Op::MUL_MAT, "kq-permuted", [](Maker& m) {
+        return build::mul_mat(m.g(), m.input_p(DType::F16, {64, 19, 2}), m.input_p(DType::F32, {64, 7, 8}));
+    }, true, kMatNmse));
+    out.push_back(make(Op::MUL_MAT, "kq-permuted", [](Maker& m) {
+        return build::mul_mat(m.g(), m.input_p(DType::F32, {40, 11, 4}), m.input_p(DType::F32, {40, 1, 4}));
+    }, false, kMatNmse));
+
+    // MUL_MAT_ID: experts [K, N, E], x [K, U, T] (U = 1 or n_used), ids [n_used, T]
+    for (DType t : weight_types()) {
+        const bool common = t == DType::F32 || t == DType::Q4_0 || t == DType::Q4_K;
+        const int64_t ks = k_short(t);
+        out.push_back(make(Op::MUL_MAT_ID, "U=n_used", [t, ks](Maker& m) {
+            return build::mul_mat_id(m.g(), m.weight(t, {ks, 19, 6}), m.input(DType::F32, {ks, 2, 5}),
+                                     m.ids(DType::I32, {2, 5}, 6, true));
+        }, true, kMatNmse));
+        out.push_back(make(Op::MUL_MAT_ID, "U=1", [t, ks](Maker& m) {
+            return build::mul_mat_id(m.g(), m.weight(t, {ks, 9, 8}), m.input(DType::F32, {ks, 1, 7}),
+                                     m.ids(DType::I32, {4, 7}, 8, true));
+        }, common, kMatNmse));
+    }
+    out.push_back(make(Op::MUL_MAT_ID, "invalid ids", [](Maker& m) {
+        return build::mul_mat_id(m.g(), m.weight(DType::F32, {64, 9, 4}), m.input(DType::F32, {64, 2, 6}),
+                                 m.ids(DType::I32, {2, 6}, 4, true, 5));
+    }, true, kMatNmse));
+    out.push_back(make(Op::MUL_MAT_ID, "x-f16", [](Maker& m) {
+        return build::mul_mat_id(m.g(), m.weight(DType::Q8_0, {64, 9, 4}), m.input(DType::F16, {64, 3, 5}),
+                                 m.ids(DType::I32, {3, 5}, 4, true));
+    }, false, kMatNmse));
+}
+
+void add_attention_cases(std::vector<Case>& out) {
+    // ROPE: x [D, H, T, B], positions [T]
+    struct RopeVariant {
+        const char* name;
+        int32_t mode;
+        bool partial, factors, yarn;
+    };
+    const RopeVariant variants[] = {
+        {"NORM", kRopeModeNorm, false, false, false}, {"NEOX", kRopeModeNeox, false, false, false},
+        {"NORM partial", kRopeModeNorm, true, false, false}, {"NEOX partial", kRopeModeNeox, true, false, false},
+        {"NEOX freq-factors", kRopeModeNeox, false, true, false}, {"NORM yarn", kRopeModeNorm, false, false, true},
+        {"NEOX yarn", kRopeModeNeox, true, true, true},
+    };
+    for (const RopeVariant& v : variants) {
+        for (DType t : {DType::F32, DType::F16}) {
+            for (bool noncontig : {false, true}) {
+                std::string name = v.name;
+                if (noncontig) name += " noncontig";
+                out.push_back(make(Op::ROPE, name, [v, t, noncontig](Maker& m) {
+                    const int64_t D = 64, H = 5, T = 7;
+                    Tensor* x = noncontig ? m.input_p(t, {D, H, T}) : m.input(t, {D, H, T});
+                    build::RopeParams p;
+                    p.n_dims = v.partial ? 32 : static_cast<int32_t>(D);
+                    p.mode = v.mode;
+                    if (v.yarn) {
+                        p.n_ctx_orig = 4096;
+                        p.freq_scale = 0.25f;
+                        p.ext_factor = 1.0f;
+                        p.attn_factor = 1.1f;
+                    }
+                    Tensor* ff = v.factors ? m.input(DType::F32, {p.n_dims / 2}, 0.5f, 2.0f) : nullptr;
+                    return build::rope(m.g(), x, m.positions(T), p, ff);
+                }, t == DType::F32 && !noncontig));
+            }
+        }
+    }
+    out.push_back(make(Op::ROPE, "NEOX large", [](Maker& m) {
+        build::RopeParams p;
+        p.n_dims = 128;
+        p.mode = kRopeModeNeox;
+        return build::rope(m.g(), m.input(DType::F32, {128, 8, 33}), m.positions(33), p);
+    }, false));
+    out.push_back(make(Op::ROPE, "NORM batch", [](Maker& m) {
+        build::RopeParams p;
+        p.n_dims = 40;
+        return build::rope(m.g(), m.input(DType::F32, {40, 3, 5, 2}), m.positions(5), p);
+    }, false));
+
+    // SOFT_MAX: x [K, M, H, B]
+    struct SmVariant {
+        const char* name;
+        DType mask;  // F32/F16, or I8 for none
+        int64_t mask_h;
+        bool sinks;
+        float max_bias;
+        bool inf_row;
+    };
+    const SmVariant sm[] = {
+        {"plain", DType::I8, 1, false, 0.0f, false},      {"mask", DType::F32, 1, false, 0.0f, false},
+        {"mask-f16", DType::F16, 1, false, 0.0f, false},  {"mask bcast-heads", DType::F32, 2, false, 0.0f, false},
+        {"mask sinks", DType::F32, 1, true, 0.0f, false}, {"alibi", DType::F16, 1, false, 8.0f, false},
+        {"all -inf row", DType::F32, 1, false, 0.0f, true}, {"all -inf row sinks", DType::F16, 1, true, 0.0f, true},
+    };
+    for (const SmVariant& v : sm) {
+        for (int64_t K : {37, 256, 1029}) {
+            out.push_back(make(Op::SOFT_MAX, v.name, [v, K](Maker& m) {
+                const int64_t M = 7, H = 4, B = 2;
+                Tensor* x = m.input(DType::F32, {K, M, H, B}, -4.0f, 4.0f);
+                Tensor* mask = nullptr;
+                if (v.mask != DType::I8)
+                    mask = m.mask(v.mask, {K, M + 2, v.mask_h, 1}, 0.2f, v.inf_row ? std::vector<int64_t>{3} : std::vector<int64_t>{});
+                Tensor* sinks = v.sinks ? m.input(DType::F32, {H}, -2.0f, 2.0f) : nullptr;
+                return build::soft_max(m.g(), x, 0.625f, mask, v.max_bias, sinks);
+            }, K == 37));
+        }
+    }
+
+    // FLASH_ATTN_EXT: q [D, T, H, B], k [D, KV, H_kv, B], v [Dv, KV, H_kv, B], mask [KV, T', 1, 1]
+    struct FaVariant {
+        const char* name;
+        DType kv;
+        int64_t D, Dv, T, H, H_kv, KV, B;
+        bool mask, sinks, inf_row, q_permuted;
+        float max_bias, softcap;
+        bool core;
+    };
+    const FaVariant fa[] = {
+        {"decode", DType::F16, 64, 64, 1, 4, 4, 37, 1, true, false, false, false, 0.0f, 0.0f, true},
+        {"gqa", DType::F16, 64, 64, 7, 8, 2, 64, 1, true, false, false, false, 0.0f, 0.0f, true},
+        {"f32 kv", DType::F32, 40, 40, 5, 4, 1, 33, 2, true, false, false, false, 0.0f, 0.0f, true},
+        {"q8_0 kv", DType::Q8_0, 64, 64, 3, 4, 2, 48, 1, true, false, false, false, 0.0f, 0.0f, true},
+        {"q4_0 kv", DType::Q4_0, 64, 64, 2, 2, 1, 40, 1, true, false, false, false, 0.0f, 0.0f, false},
+        {"Dv!=D", DType::F16, 64, 32, 4, 4, 2, 29, 1, true, false, false, false, 0.0f, 0.0f, true},
+        {"no mask", DType::F16, 32, 32, 3, 2, 2, 19, 1, false, false, false, false, 0.0f, 0.0f, false},
+        {"sinks", DType::F16, 64, 64, 4, 4, 2, 37, 1, true, true, false, false, 0.0f, 0.0f, true},
+        {"softcap", DType::F16, 64, 64, 3, 4, 4, 37, 1, true, false, false, false, 0.0f, 30.0f, false},
+        {"alibi", DType::F32, 32, 32, 3, 8, 8, 21, 1, true, false, false, false, 8.0f, 0.0f, false},
+        {"all -inf row", DType::F16, 64, 64, 5, 4, 2, 37, 1, true, false, true, false, 0.0f, 0.0f, true},
+        {"q permuted", DType::F16, 64, 64, 6, 4, 2, 37, 1, true, false, false, true, 0.0f, 0.0f, false},
+        {"large", DType::F16, 128, 128, 19, 8, 2, 300, 1, true, true, false, false, 0.0f, 0.0f, false},
+        {"large decode", DType::Q8_0, 128, 128, 1, 8, 2, 513, 2, true, false, false, false, 0.0f, 0.0f, false},
+    };
+    for (const FaVariant& v : fa) {
+        out.push_back(make(Op::FLASH_ATTN_EXT, v.name, [v](Maker& m) {
+            Tensor* q = v.q_permuted ? m.input_p(DType::F32, {v.D, v.T, v.H, v.B}) : m.input(DType::F32, {v.D, v.T, v.H, v.B});
+            Tensor* k = m.input(v.kv, {v.D, v.KV, v.H_kv, v.B});
+            Tensor* val = m.input(v.kv, {v.Dv, v.KV, v.H_kv, v.B});
+            Tensor* mask = v.mask ? m.mask(DType::F16, {v.KV, v.T + 3, 1, 1}, 0.2f,
+                                           v.inf_row ? std::vector<int64_t>{v.T - 1} : std::vector<int64_t>{})
+                                  : nullptr;
+            Tensor* sinks = v.sinks ? m.input(DType::F32, {v.H}, -2.0f, 2.0f) : nullptr;
+            const float scale = 1.0f / std::sqrt(static_cast<float>(v.D));
+            return build::flash_attn_ext(m.g(), q, k, val, mask, scale, v.max_bias, v.softcap, sinks);
+        }, v.core, kMatNmse));
+    }
+}
+
+std::vector<Case> perf_cases() {
+    std::vector<Case> out;
+    for (DType t : {DType::F32, DType::F16, DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q6_K, DType::IQ4_NL}) {
+        for (int64_t M : {1, 32}) {
+            out.push_back(make(Op::MUL_MAT, M == 1 ? "M=1" : "M=32", [t, M](Maker& m) {
+                return build::mul_mat(m.g(), m.weight(t, {2048, 1024}), m.input(DType::F32, {2048, M}));
+            }, true, kMatNmse));
+        }
+    }
+    for (DType t : {DType::F16, DType::Q4_0, DType::Q4_K}) {
+        out.push_back(make(Op::MUL_MAT_ID, "", [t](Maker& m) {
+            return build::mul_mat_id(m.g(), m.weight(t, {1024, 512, 8}), m.input(DType::F32, {1024, 2, 8}),
+                                     m.ids(DType::I32, {2, 8}, 8, true));
+        }, true, kMatNmse));
+    }
+    for (int64_t T : {1, 16}) {
+        out.push_back(make(Op::FLASH_ATTN_EXT, T == 1 ? "decode" : "T=16", [T](Maker& m) {
+            return build::flash_attn_ext(m.g(), m.input(DType::F32, {128, T, 8}), m.input(DType::F16, {128, 512, 2}),
+                                         m.input(DType::F16, {128, 512, 2}), m.mask(DType::F16, {512, T, 1, 1}, 0.0f),
+                                         0.088f);
+        }, true, kMatNmse));
+    }
+    out.push_back(make(Op::GET_ROWS, "", [](Maker& m) {
+        return build::get_rows(m.g(), m.weight(DType::Q4_0, {4096, 1000}), m.ids(DType::I32, {32}, 1000));
+    }, true));
+    out.push_back(make(Op::ADD, "", [](Maker& m) {
+        return build::add(m.g(), m.input(DType::F32, {4096, 64}), m.input(DType::F32, {4096, 64}));
+    }, true));
+    out.push_back(make(Op::MUL, "bcast-row", [](Maker& m) {
+        return build::mul(m.g(), m.input(DType::F32, {4096, 64}), m.input(DType::F32, {4096}));
+    }, true));
+    out.push_back(make(Op::RMS_NORM, "", [](Maker& m) { return build::rms_norm(m.g(), m.input(DType::F32, {4096, 64}), 1e-6f); }, true));
+    out.push_back(make(Op::UNARY, "SILU", [](Maker& m) { return build::unary(m.g(), m.input(DType::F32, {4096, 64}), UnaryOp::SILU); }, true));
+    out.push_back(make(Op::GLU, "SWIGLU", [](Maker& m) { return build::swiglu(m.g(), m.input(DType::F32, {8192, 32})); }, true));
+    out.push_back(make(Op::SOFT_MAX, "mask", [](Maker& m) {
+        return build::soft_max(m.g(), m.input(DType::F32, {512, 32, 8}), 0.125f, m.mask(DType::F16, {512, 32}, 0.1f));
+    }, true));
+    out.push_back(make(Op::ROPE, "NEOX", [](Maker& m) {
+        build::RopeParams p;
+        p.n_dims = 128;
+        p.mode = kRopeModeNeox;
+        return build::rope(m.g(), m.input(DType::F32, {128, 32, 16}), m.positions(16), p);
+    }, true));
+    out.push_back(make(Op::CPY, "", [](Maker& m) {
+        return build::cpy(m.g(), m.input(DType::F32, {4096, 64}), m.input(DType::F16, {4096, 64}));
+    }, true));
+    out.push_back(make(Op::ARGSORT, "desc", [](Maker& m) {
+        return build::argsort(m.g(), m.input(DType::F32, {1024, 32}), build::SortOrder::Descending);
+    }, true));
+    return out;
+}
+
+}  // namespace tessel::cli::test_ops
