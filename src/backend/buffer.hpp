@@ -38,6 +38,9 @@ public:
     virtual size_t alloc_size(const Tensor& t) const { return t.n_bytes(); }
     /// True when tensor data is plain host memory the CPU can read and write directly.
     virtual bool is_host() const = 0;
+    /// For weight buffer types: true when node `use`, reading a weight stored in this type, can
+    /// run (a repacking type serves only the ops its kernels implement). Default: every op.
+    virtual bool supports_use(const Tensor& use) const { (void)use; return true; }
 };
 
 class Buffer {
