@@ -8,8 +8,11 @@ PINNED=(
   "libcli11-dev=2.1.2+ds-1"
   "nlohmann-json3-dev=3.11.2-2"
   "libgtest-dev=1.12.1-0.2"
+  "googletest=1.12.1-0.2"   # GoogleTest sources (/usr/src/googletest), built for the aarch64 cross build
 )
-UNPINNED=(cmake ninja-build g++ clang libclang-rt-14-dev python3)
+# g++-aarch64-linux-gnu + qemu-user-static: the aarch64 cross build and its tests under QEMU.
+# qemu-user-static is not pinned: its Debian 12 version moves with every security update.
+UNPINNED=(cmake ninja-build g++ clang libclang-rt-14-dev python3 g++-aarch64-linux-gnu qemu-user-static)
 
 missing=()
 for spec in "${PINNED[@]}"; do

@@ -5,7 +5,9 @@
 #   3. fuzz the GGUF reader for TESSEL_FUZZ_SECONDS (default 60) from tests/fuzz/corpus
 #   4. sanitizer run of the unit, GGUF and test-ops tests
 #   5. ThreadSanitizer build of test_unit only (build-tsan/) and a run of the thread-pool tests
-#   6. the full suite on the release build
+#   6. aarch64 cross build (build-arm64/, cmake/toolchains/aarch64-linux-gnu.cmake) and its unit,
+#      GGUF and test-ops tests under QEMU user-mode emulation (qemu-aarch64-static -cpu max)
+#   7. the full suite on the release build
 # The log ends with ctest's summary line of the full suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -53,6 +55,12 @@ phase "thread sanitizer: thread-pool tests"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSEL_TSAN=ON
 cmake --build build-tsan --target test_unit
 TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/test_unit --gtest_filter='ThreadPool*' --gtest_brief=1
+
+phase "aarch64 cross build + unit tests under QEMU"
+cmake -S . -B build-arm64 -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchains/aarch64-linux-gnu.cmake"
+cmake --build build-arm64 --target test_unit test_gguf tessel_cli
+(cd build-arm64 && ctest -L 'unit|gguf|ops' --output-on-failure -j2)
 
 phase "all tests (release)"
 (cd build && ctest --output-on-failure -j2)

@@ -2,13 +2,16 @@
 //
 // fp32 -> fp16/bf16 round to nearest, ties to even; Inf stays Inf, NaN stays NaN (quiet,
 // sign kept); fp32 values beyond the half range become Inf, tiny ones become half subnormals.
-// Row conversions use the F16C instructions when the CPU has them (same results).
+// Row conversions use the F16C instructions when usable_cpu_features() has F16C, i.e. the CPU has it
+// and TESSEL_CPU_ISA does not cap it away (same results either way).
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 
 namespace tessel {
+
+struct CpuFeatures;  // core/cpu_features.hpp
 
 inline uint32_t f32_bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
 inline float f32_from_bits(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
@@ -18,7 +21,8 @@ inline float fp16_to_fp32(uint16_t h) {
     const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
     const uint32_t exp = (h >> 10) & 0x1f;
     const uint32_t man = h & 0x3ffu;
-    if (exp == 0x1f) return f32_from_bits(sign | 0x7f800000u | (man << 13));  // Inf / NaN
+    if (exp == 0x1f)  // Inf, or NaN made quiet (as F16C's vcvtph2ps does, so both paths agree)
+        return f32_from_bits(sign | 0x7f800000u | (man << 13) | (man ? 0x00400000u : 0u));
     if (exp != 0) return f32_from_bits(sign | ((exp + 112) << 23) | (man << 13));
     if (man == 0) return f32_from_bits(sign);
     // subnormal: man * 2^-24
@@ -65,10 +69,14 @@ inline uint16_t fp32_to_bf16(float f) {
     return static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
 
-/// Convert n halves to floats (F16C when available).
+/// Convert n halves to floats (F16C when usable). Throws tessel::Error if TESSEL_CPU_ISA is invalid.
 void fp16_to_fp32_row(const uint16_t* src, float* dst, int64_t n);
-/// Convert n floats to halves, round to nearest even (F16C when available).
+/// Convert n floats to halves, round to nearest even (F16C when usable). Throws as above.
 void fp32_to_fp16_row(const float* src, uint16_t* dst, int64_t n);
+/// The same with an explicit feature set (F16C iff use.f16c; `use` must not claim more than
+/// the CPU has, e.g. usable_cpu_features() or a cap of it).
+void fp16_to_fp32_row(const uint16_t* src, float* dst, int64_t n, const CpuFeatures& use);
+void fp32_to_fp16_row(const float* src, uint16_t* dst, int64_t n, const CpuFeatures& use);
 /// Convert n bfloat16 values to floats.
 void bf16_to_fp32_row(const uint16_t* src, float* dst, int64_t n);
 /// Convert n floats to bfloat16, round to nearest even.

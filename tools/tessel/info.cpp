@@ -1,12 +1,16 @@
-// `tessel info`: describe a GGUF file (metadata and tensor table), as text or JSON.
+// `tessel info`: describe a GGUF file (metadata and tensor table), or with --system this machine's
+// CPU (model, cores, ISA features and tiers under TESSEL_CPU_ISA), as text or JSON.
 #include <cinttypes>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "commands.hpp"
+#include "core/cpu_features.hpp"
 #include "core/dtype.hpp"
+#include "cpu/threadpool.hpp"
 #include "gguf/reader.hpp"
 
 namespace tessel::cli {
@@ -144,6 +148,48 @@ void print_json(const gguf::File& f, bool full) {
     std::printf("%s\n", out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace).c_str());
 }
 
+void print_system(bool json) {
+    // Usable features first: a bad TESSEL_CPU_ISA is reported before anything is printed.
+    const CpuFeatures& use = usable_cpu_features();
+    const CpuFeatures& det = cpu_features();
+    const std::optional<std::string> env = cpu_isa_env();
+    const int cores = cpu::default_thread_count();
+    if (json) {
+        nlohmann::ordered_json features = nlohmann::ordered_json::object();
+        for (const CpuFeatureInfo& fi : cpu_feature_table())
+            if (fi.arch == det.arch)
+                features[fi.name] = {{"detected", det.*fi.member}, {"usable", use.*fi.member}, {"tier", tier_name(fi.tier)}};
+        nlohmann::ordered_json out = {{"cpu", det.model},
+                                      {"arch", arch_name(det.arch)},
+                                      {"physical_cores", cores},
+                                      {"features", features}};
+        if (det.arch == CpuArch::Arm) {
+            out["sve_vector_bytes"] = {{"detected", det.sve_vector_bytes}, {"usable", use.sve_vector_bytes}};
+            out["sme_vector_bytes"] = {{"detected", det.sme_vector_bytes}, {"usable", use.sme_vector_bytes}};
+        }
+        out["best_tier"] = tier_name(best_tier(det));
+        out["usable_tier"] = tier_name(best_tier(use));
+        out["tessel_cpu_isa"] = env ? nlohmann::ordered_json(*env) : nlohmann::ordered_json(nullptr);
+        std::printf("%s\n", out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace).c_str());
+        return;
+    }
+    std::printf("cpu: %s\n", printable(det.model.empty() ? "unknown" : det.model).c_str());
+    std::printf("arch: %s\n", arch_name(det.arch));
+    std::printf("physical cores: %d\n", cores);
+    std::printf("TESSEL_CPU_ISA: %s\n", env ? printable(*env).c_str() : "(unset)");
+    std::printf("best tier: %s\n", tier_name(best_tier(det)));
+    std::printf("usable tier: %s\n", tier_name(best_tier(use)));
+    std::printf("\nfeatures:\n  %-12s %-10s %-8s %s\n", "name", "detected", "usable", "tier");
+    for (const CpuFeatureInfo& fi : cpu_feature_table())
+        if (fi.arch == det.arch)
+            std::printf("  %-12s %-10s %-8s %s\n", fi.name, det.*fi.member ? "yes" : "no", use.*fi.member ? "yes" : "no",
+                        tier_name(fi.tier));
+    if (det.arch == CpuArch::Arm) {
+        std::printf("\nsve vector length: %d bytes (usable: %d)\n", det.sve_vector_bytes, use.sve_vector_bytes);
+        std::printf("sme vector length: %d bytes (usable: %d)\n", det.sme_vector_bytes, use.sme_vector_bytes);
+    }
+}
+
 }  // namespace
 
 void add_info_command(CLI::App& app) {
@@ -151,13 +197,20 @@ void add_info_command(CLI::App& app) {
         std::string file;
         bool json = false;
         bool full_arrays = false;
+        bool system = false;
     };
     auto opts = std::make_shared<Options>();
-    CLI::App* cmd = app.add_subcommand("info", "Print a GGUF file's metadata and tensor table");
-    cmd->add_option("file", opts->file, "GGUF file")->required();
+    CLI::App* cmd = app.add_subcommand("info", "Print a GGUF file's metadata and tensor table, or (--system) this CPU");
+    CLI::Option* file = cmd->add_option("file", opts->file, "GGUF file (not with --system)");
     cmd->add_flag("--json", opts->json, "Print JSON (arrays show their first 64 values)");
-    cmd->add_flag("--full-arrays", opts->full_arrays, "With --json: print every array value")->needs("--json");
-    cmd->callback([opts] {
+    CLI::Option* full = cmd->add_flag("--full-arrays", opts->full_arrays, "With --json: print every array value")->needs("--json");
+    cmd->add_flag("--system", opts->system,
+                  "Print the CPU: model, physical cores, ISA features (detected / usable under TESSEL_CPU_ISA), tiers")
+        ->excludes(file)
+        ->excludes(full);
+    cmd->callback([opts, file] {
+        if (opts->system) return print_system(opts->json);
+        if (file->count() == 0) throw CLI::RequiredError("info: a FILE or --system");
         const gguf::File f = gguf::File::open(opts->file);
         if (opts->json)
             print_json(f, opts->full_arrays);

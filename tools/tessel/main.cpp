@@ -7,6 +7,7 @@
 #include <exception>
 
 #include "commands.hpp"
+#include "core/cpu_features.hpp"
 #include "tessel/errors.hpp"
 
 int main(int argc, char** argv) {
@@ -15,6 +16,7 @@ int main(int argc, char** argv) {
     tessel::cli::add_info_command(app);
     tessel::cli::add_test_ops_command(app);
     try {
+        tessel::usable_cpu_features();  // reports a bad TESSEL_CPU_ISA before any command runs
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
         if (e.get_exit_code() == 0) return app.exit(e);  // --help

@@ -1,0 +1,31 @@
+# Cross-compile tessel for 64-bit Arm Linux with Debian 12's cross toolchain, and run its tests
+# under QEMU user-mode emulation (packages g++-aarch64-linux-gnu and qemu-user-static).
+#
+#   cmake -S . -B build-arm64 -G Ninja -DCMAKE_BUILD_TYPE=Release \
+#         -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux-gnu.cmake
+#   cmake --build build-arm64 && (cd build-arm64 && ctest -L 'unit|gguf|ops')
+#
+# The target's libraries and headers live in /usr/aarch64-linux-gnu. That directory is the find
+# root, not a --sysroot: Debian's cross toolchain is not laid out as a sysroot (its libc.so
+# linker script names /usr/aarch64-linux-gnu/lib/... absolutely, which a --sysroot would prefix
+# a second time), and the compiler already searches it by default.
+
+set(CMAKE_SYSTEM_NAME Linux)
+set(CMAKE_SYSTEM_PROCESSOR aarch64)
+
+set(CMAKE_C_COMPILER aarch64-linux-gnu-gcc)
+set(CMAKE_CXX_COMPILER aarch64-linux-gnu-g++)
+
+set(CMAKE_FIND_ROOT_PATH /usr/aarch64-linux-gnu)
+set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)   # build tools run on the host
+set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)    # never link a host (x86) library
+set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)
+# CMake package configs: the target's first, then the host's. tessel's only config packages
+# (CLI11, nlohmann_json in /usr/share/cmake) are header-only and architecture-independent;
+# GoogleTest is built from source for the target (tests/CMakeLists.txt), never found here.
+set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)
+
+# Run target executables (gtest_discover_tests' listing, add_test, try_run) under QEMU.
+# -cpu max enables every extension QEMU emulates (SVE, SVE2, i8mm, bf16, SME, ...), so run-time
+# ISA dispatch takes its most capable path.
+set(CMAKE_CROSSCOMPILING_EMULATOR "qemu-aarch64-static;-cpu;max;-L;/usr/aarch64-linux-gnu")
