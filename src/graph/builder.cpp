@@ -170,7 +170,8 @@ Tensor* mul_mat(Graph& g, Tensor* w, Tensor* x) {
         fail(Op::MUL_MAT, "inner dimensions differ: " + describe(*w) + " vs " + describe(*x));
     if (x->ne[2] % w->ne[2] != 0 || x->ne[3] % w->ne[3] != 0)
         fail(Op::MUL_MAT, describe(*w) + " batch dims do not broadcast over " + describe(*x));
-    if (x->type != DType::F32) fail(Op::MUL_MAT, describe(*x) + ": F32 activations expected");
+    if (x->type != DType::F32 && x->type != DType::F16 && x->type != DType::BF16)
+        fail(Op::MUL_MAT, describe(*x) + ": F32, F16 or BF16 activations expected");
     require_supported(w->type, w->name);
     return g.new_node(Op::MUL_MAT, DType::F32, {w->ne[1], x->ne[1], x->ne[2], x->ne[3]}, {w, x});
 }

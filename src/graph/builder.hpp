@@ -77,7 +77,7 @@ Tensor* l2_norm(Graph& g, Tensor* x, float eps);
 
 // ---- matrix products (builder.cpp) ----------------------------------------------------------
 
-/// y = x · wᵀ: w [K, N, B2, B3] (any supported type), x F32 [K, M, B2', B3'] -> F32 [N, M, B2', B3'].
+/// y = x · wᵀ: w [K, N, B2, B3] (any supported type), x F32/F16/BF16 [K, M, B2', B3'] -> F32 [N, M, B2', B3'].
 /// Requires equal K and B2' % B2 == 0, B3' % B3 == 0.
 Tensor* mul_mat(Graph& g, Tensor* w, Tensor* x);
 

@@ -75,6 +75,12 @@ void add_matmul_cases(std::vector<Case>& out) {
         return build::mul_mat(m.g(), m.input_p(DType::F32, {40, 11, 4}), m.input_p(DType::F32, {40, 1, 4}));
     }, false, kMatNmse));
 
+    // half-precision activations (e.g. a F16 KV cache read as the activation side)
+    for (DType xt : {DType::F16, DType::BF16})
+        out.push_back(make(Op::MUL_MAT, "x-half", [xt](Maker& m) {
+            return build::mul_mat(m.g(), m.weight(DType::Q8_0, {64, 13}), m.input(xt, {64, 5}));
+        }, true, kMatNmse));
+
     // MUL_MAT_ID: experts [K, N, E], x [K, U, T] (U = 1 or n_used), ids [n_used, T]
     for (DType t : weight_types()) {
         const bool common = t == DType::F32 || t == DType::Q4_0 || t == DType::Q4_K;
