@@ -7,6 +7,8 @@
 #include <fstream>
 #include <string>
 
+#include "core/cpu_features.hpp"
+#include "cpu/kernels/kernel.hpp"
 #include "cpu/ref/ref.hpp"
 #include "cpu/threadpool.hpp"
 #include "tessel/errors.hpp"
@@ -50,19 +52,43 @@ public:
     CpuBackend(CpuDevice& dev, int n_threads) : dev_(dev), pool_(n_threads) {}
     Device& device() override { return dev_; }
     void graph_compute(const std::vector<Tensor*>& nodes) override {
+        const CpuFeatures& features = usable_cpu_features();
         for (Tensor* node : nodes) {
             if (op_is_view(node->op)) continue;
-            pool_.run([node](ThreadContext& ctx) { ref::compute(*node, ctx); });
+            if (const FastKernel* k = select_kernel(*node, features)) {
+                void* work = work_buffer(k->work_size(*node, pool_.size()));
+                pool_.run([node, k, work](ThreadContext& ctx) { k->run(*node, ctx, work); });
+            } else {
+                pool_.run([node](ThreadContext& ctx) { ref::compute(*node, ctx); });
+            }
         }
     }
     void synchronize() override {}
-    std::string kernel_name(const Tensor&) const override { return "ref"; }
+    std::string kernel_name(const Tensor& t) const override {
+        const FastKernel* k = select_kernel(t, usable_cpu_features());
+        return k ? k->name : "ref";
+    }
     void event_record(Event&) override {}
     void event_wait(Event& e) override { e.synchronize(); }
 
 private:
+    /// The shared work buffer, grown to at least `bytes` (64-byte aligned).
+    void* work_buffer(size_t bytes) {
+        if (bytes > work_size_) {
+            work_.reset(static_cast<uint8_t*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)));
+            if (!work_) throw Error(ErrorCode::Io, "cannot allocate a CPU work buffer of " + std::to_string(bytes) + " bytes");
+            work_size_ = bytes;
+        }
+        return work_.get();
+    }
+    struct FreeDeleter {
+        void operator()(uint8_t* p) const { std::free(p); }
+    };
+
     CpuDevice& dev_;
     ThreadPool pool_;
+    std::unique_ptr<uint8_t, FreeDeleter> work_;
+    size_t work_size_ = 0;
 };
 
 }  // namespace

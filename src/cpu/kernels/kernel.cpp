@@ -1,0 +1,25 @@
+#include "cpu/kernels/kernel.hpp"
+
+namespace tessel::cpu {
+namespace {
+
+const std::vector<const FastKernel*>& all_kernels() {
+    static const std::vector<const FastKernel*> table = [] {
+        std::vector<const FastKernel*> t;
+#if defined(__x86_64__)
+        for (const FastKernel* k : avx2_kernels()) t.push_back(k);
+#endif
+        return t;
+    }();
+    return table;
+}
+
+}  // namespace
+
+const FastKernel* select_kernel(const Tensor& dst, const CpuFeatures& f) {
+    for (const FastKernel* k : all_kernels())
+        if (k->usable(f) && k->supports(dst)) return k;
+    return nullptr;
+}
+
+}  // namespace tessel::cpu

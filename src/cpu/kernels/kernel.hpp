@@ -1,0 +1,36 @@
+// Fast CPU kernels and their selection.
+//
+// A fast kernel serves some nodes (its supports()) on CPUs with some features (its usable());
+// the CPU backend runs the first fast kernel of the table that accepts a node under the usable
+// features (TESSEL_CPU_ISA applies), else the reference kernel. Kernels are named
+// `<weight>_<activation>_{gemm,gemv}_<mr>x<nr>_<isa>` (matrix products) or `<op>_<isa>`.
+// ISA code lives in per-ISA translation units (file suffix _avx2, ...), entered only after the
+// feature check.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "core/cpu_features.hpp"
+#include "cpu/threadpool.hpp"
+#include "graph/tensor.hpp"
+
+namespace tessel::cpu {
+
+struct FastKernel {
+    const char* name;
+    bool (*usable)(const CpuFeatures& f);
+    bool (*supports)(const Tensor& dst);
+    /// Bytes of work buffer shared by all threads (e.g. packed activations), for nth threads.
+    size_t (*work_size)(const Tensor& dst, int nth);
+    /// Computes dst on every thread of the run; `work` holds work_size() bytes, 64-byte aligned.
+    void (*run)(Tensor& dst, ThreadContext& ctx, void* work);
+};
+
+/// The fast kernel for node dst under features f, or nullptr (the reference kernel runs).
+const FastKernel* select_kernel(const Tensor& dst, const CpuFeatures& f);
+
+/// Kernel tables of each ISA (empty on other architectures).
+std::vector<const FastKernel*> avx2_kernels();
+
+}  // namespace tessel::cpu
