@@ -22,7 +22,7 @@ Scheduler::Scheduler(std::vector<Backend*> backends) : backends_(std::move(backe
     if (!cpu_) throw Error(ErrorCode::InvalidArgument, "scheduler: a CPU backend is required as the fallback");
 }
 
-Scheduler::~Scheduler() = default;
+Scheduler::~Scheduler() { release(); }
 
 Backend* Scheduler::assign(const Tensor& node) const {
     // 1. where the weights are
@@ -39,13 +39,25 @@ Backend* Scheduler::assign(const Tensor& node) const {
     return nullptr;
 }
 
-void Scheduler::allocate(Graph& g) {
+void Scheduler::release() {
+    // Give the graph back as it was before allocate(): original sources, no scheduler memory.
+    for (auto it = rewrites_.rbegin(); it != rewrites_.rend(); ++it) it->node->src[it->slot] = it->original;
+    rewrites_.clear();
+    for (Tensor* t : placed_) {
+        t->buffer = nullptr;
+        t->data = nullptr;
+    }
+    placed_.clear();
     splits_.clear();
     assignment_.clear();
     compute_buffers_.clear();
     staging_.clear();
     copy_tensors_.clear();
     events_.clear();
+}
+
+void Scheduler::allocate(Graph& g) {
+    release();
 
     // 1. assignment (views follow their source node, or the CPU for views of leaves)
     for (Tensor* n : g.nodes()) {
@@ -88,6 +100,7 @@ void Scheduler::allocate(Graph& g) {
         size_t off = 0;
         for (Tensor* l : host_leaves) {
             buf.init_tensor(*l, off);
+            placed_.push_back(l);
             off += (host_type.alloc_size(*l) + align - 1) / align * align;
         }
     }
@@ -104,38 +117,63 @@ void Scheduler::allocate(Graph& g) {
         auto buf = bt.alloc_buffer(plan.size);
         buf->set_usage(BufferUsage::Compute);
         for (Tensor* n : g.nodes())
-            if (plan.offset.count(n)) buf->init_tensor(*n, plan.offset.at(n));
+            if (plan.offset.count(n)) {
+                buf->init_tensor(*n, plan.offset.at(n));
+                placed_.push_back(n);
+            }
         compute_buffers_[b] = std::move(buf);
     }
     for (Tensor* n : g.nodes())  // views once their owners have data
-        if (n->view_src && n->view_src->buffer) n->view_src->buffer->init_tensor(*n, 0);
+        if (n->view_src && n->view_src->buffer && !n->buffer) {
+            n->view_src->buffer->init_tensor(*n, 0);
+            placed_.push_back(n);
+        }
 
-    // 5. copies of split inputs the split's device cannot read
+    // 5. copies of split inputs the split's device cannot read. A view is served by a copy of
+    //    its whole storage owner plus a local view into that copy.
     for (Split& s : splits_) {
-        std::unordered_map<const Tensor*, Tensor*> local;
+        std::unordered_map<const Tensor*, Tensor*> local;  // original (owner or view) -> local tensor
+        auto local_copy = [&](Tensor* o) {
+            auto it = local.find(o);
+            if (it != local.end()) return it->second;
+            BufferType& bt = s.backend->device().buffer_type();
+            auto copy = std::make_unique<Tensor>(*o);
+            copy->op = Op::NONE;
+            copy->src = {};
+            copy->view_src = nullptr;
+            copy->view_offset = 0;
+            copy->name = o->name + " (copy)";
+            staging_.push_back(bt.alloc_buffer(bt.alloc_size(*copy)));
+            staging_.back()->set_usage(BufferUsage::Compute);
+            staging_.back()->init_tensor(*copy, 0);
+            s.copies.emplace_back(o, copy.get());
+            Tensor* c = copy.get();
+            copy_tensors_.push_back(std::move(copy));
+            return local[o] = c;
+        };
         for (Tensor* n : s.nodes)
-            for (Tensor*& src : n->src) {
-                if (!src) continue;
-                const Tensor* o = owner(src);
+            for (int slot = 0; slot < kMaxSrc; ++slot) {
+                Tensor* src = n->src[slot];
+                if (!src || op_is_view(n->op)) continue;
+                Tensor* o = src->view_src ? src->view_src : src;
                 if (!o->buffer || s.backend->device().supports_buft(o->buffer->type())) continue;
-                if (src->view_src)
-                    throw Error(ErrorCode::Unsupported, "scheduler: " + describe(*n) + " on " + s.backend->name() +
-                                                            " reads view " + describe(*src) + " of memory it cannot access");
-                auto it = local.find(src);
-                if (it == local.end()) {
-                    BufferType& bt = s.backend->device().buffer_type();
-                    auto copy = std::make_unique<Tensor>(*src);
-                    copy->op = Op::NONE;
-                    copy->src = {};
-                    copy->name = src->name + " (copy)";
-                    staging_.push_back(bt.alloc_buffer(bt.alloc_size(*copy)));
-                    staging_.back()->set_usage(BufferUsage::Compute);
-                    staging_.back()->init_tensor(*copy, 0);
-                    s.copies.emplace_back(src, copy.get());
-                    it = local.emplace(src, copy.get()).first;
-                    copy_tensors_.push_back(std::move(copy));
+                Tensor* replacement = local_copy(o);
+                if (src->view_src) {
+                    auto it = local.find(src);
+                    if (it == local.end()) {
+                        auto view = std::make_unique<Tensor>(*src);
+                        view->src = {replacement};
+                        view->view_src = replacement;
+                        view->buffer = replacement->buffer;
+                        view->data = static_cast<uint8_t*>(replacement->data) + src->view_offset;
+                        view->name = src->name + " (copy)";
+                        it = local.emplace(src, view.get()).first;
+                        copy_tensors_.push_back(std::move(view));
+                    }
+                    replacement = it->second;
                 }
-                src = it->second;
+                rewrites_.push_back({n, slot, src});
+                n->src[slot] = replacement;
             }
     }
     for (size_t i = 0; i < splits_.size(); ++i) events_.push_back(splits_[i].backend->device().new_event());

@@ -8,7 +8,9 @@
 //  2. cuts the node list into splits of consecutive nodes on one backend (views follow their
 //     source and compute nothing);
 //  3. for every split input stored where the split's device cannot read it, makes a copy in
-//     that backend's buffer type (copied at the start of the split);
+//     that backend's buffer type (copied at the start of the split; a view input gets a copy of
+//     its storage owner and a view into it), pointing the reading node at the copy until
+//     release();
 //  4. plans each backend's compute buffer with the liveness allocator and places the nodes;
 //     leaves without a buffer (inputs) are placed in host memory.
 // compute() then runs the splits in order; each split waits for the event of the split before
@@ -48,8 +50,18 @@ public:
     /// Compute-buffer bytes planned for backend b (0 when it runs nothing).
     size_t compute_buffer_size(const Backend& b) const;
 
+    /// Gives the graph back as it was before allocate() (sources restored, scheduler memory
+    /// detached from its tensors). Also done by the next allocate() and by the destructor.
+    void release();
+
 private:
     Backend* assign(const Tensor& node) const;
+
+    struct Rewrite {
+        Tensor* node;
+        int slot;
+        Tensor* original;
+    };
 
     std::vector<Backend*> backends_;
     Backend* cpu_ = nullptr;
@@ -59,6 +71,8 @@ private:
     std::vector<std::unique_ptr<Buffer>> staging_;       // copies and host inputs
     std::vector<std::unique_ptr<Tensor>> copy_tensors_;  // the local copies
     std::vector<std::unique_ptr<Event>> events_;          // one per split
+    std::vector<Rewrite> rewrites_;                       // sources pointed at local copies
+    std::vector<Tensor*> placed_;                         // graph tensors given scheduler memory
 };
 
 }  // namespace tessel

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iterator>
 #include <map>
+#include <unordered_set>
 
 #include "tessel/errors.hpp"
 
@@ -76,6 +77,14 @@ AllocPlan plan_allocation(const std::vector<Tensor*>& nodes, const std::function
     for (size_t step = 0; step < nodes.size(); ++step)
         for (const Tensor* s : nodes[step]->src)
             if (s) last_use[owner(s)] = step;
+    // Storage that must outlive the graph: outputs and inputs, also when only a view of the
+    // storage carries the flag (e.g. the last token's logits selected by a view).
+    std::unordered_set<const Tensor*> keep;
+    for (const Tensor* n : nodes) {
+        if (n->flags & (kFlagOutput | kFlagInput)) keep.insert(owner(n));
+        for (const Tensor* s : n->src)
+            if (s && (s->flags & (kFlagOutput | kFlagInput))) keep.insert(owner(s));
+    }
 
     AllocPlan plan;
     FreeList free_list;
@@ -97,7 +106,7 @@ AllocPlan plan_allocation(const std::vector<Tensor*>& nodes, const std::function
     for (size_t step = 0; step < nodes.size(); ++step) {
         const Tensor* t = nodes[step];
         place(t);
-        if (plan.offset.count(t) && !(t->flags & (kFlagOutput | kFlagInput))) {
+        if (plan.offset.count(t) && !keep.count(t)) {
             auto it = last_use.find(t);
             const size_t last = it == last_use.end() ? step : std::max(it->second, step);
             release_at[last].push_back(t);

@@ -4,7 +4,8 @@
 // Input: the nodes in execution order and a predicate saying which tensors need memory from this
 // plan (typically: the nodes that run on one backend, plus copies of their inputs). A tensor is
 // live from the step that writes it to the last step that reads it (directly or through a view);
-// tensors flagged kFlagOutput or kFlagInput are never released. Views take no memory of their own.
+// tensors flagged kFlagOutput or kFlagInput (or whose view is so flagged) are never released.
+// Views take no memory of their own.
 // Placement is best-fit in a free list with neighbour coalescing, offsets aligned to `alignment`.
 #pragma once
 

@@ -110,8 +110,14 @@ uint64_t Graph::uid() const {
         for (uint64_t n : t->nb) hs.add(n);
         for (int32_t p : t->op_params) hs.add(static_cast<uint32_t>(p));
         hs.add(t->view_offset);
-        hs.add(t->view_src ? position.count(t->view_src) ? position.at(t->view_src) : ~0ull : ~1ull);
-        for (const Tensor* s : t->src) hs.add(s ? position.at(s) : ~1ull);
+        // A tensor outside this graph's lists (e.g. a scheduler's local copy) counts by address.
+        auto where = [&](const Tensor* s) -> uint64_t {
+            if (!s) return ~1ull;
+            auto it = position.find(s);
+            return it != position.end() ? it->second : (reinterpret_cast<uintptr_t>(s) ^ (3ull << 62));
+        };
+        hs.add(where(t->view_src));
+        for (const Tensor* s : t->src) hs.add(where(s));
         hs.add(reinterpret_cast<uintptr_t>(t->buffer));
         hs.add(reinterpret_cast<uintptr_t>(t->data));
     };

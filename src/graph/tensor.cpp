@@ -1,5 +1,7 @@
 #include "graph/tensor.hpp"
 
+#include <cstdint>
+
 #include "tessel/errors.hpp"
 
 namespace tessel {
@@ -44,6 +46,13 @@ void Tensor::set_shape(DType t, std::initializer_list<int64_t> dims) {
         throw Error(ErrorCode::InvalidArgument, "tensor '" + name + "': ne[0] = " + std::to_string(shape[0]) +
                                                     " is not a multiple of the " + dtype_name(t) + " block size " +
                                                     std::to_string(block));
+    // Element and byte counts must fit in 63 bits (GGUF tensors are checked the same way).
+    int64_t elements = 1;
+    uint64_t bytes = dtype_row_bytes(t, shape[0]);
+    for (int i = 0; i < kMaxDims; ++i)
+        if (__builtin_mul_overflow(elements, shape[i], &elements) ||
+            (i > 0 && __builtin_mul_overflow(bytes, static_cast<uint64_t>(shape[i]), &bytes)) || bytes > INT64_MAX)
+            throw Error(ErrorCode::InvalidArgument, "tensor '" + name + "': shape overflows 64-bit element/byte counts");
     type = t;
     ne = shape;
     nb = contiguous_strides(t, ne);

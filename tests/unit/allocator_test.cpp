@@ -92,6 +92,23 @@ TEST(Allocator, ViewsTakeNoMemoryAndKeepTheirOwnerLive) {
     expect_no_live_overlap(g.nodes(), plan, 64);
 }
 
+TEST(Allocator, AViewFlaggedAsOutputKeepsItsStorage) {
+    // e.g. the logits of the last token selected by a view and read by the caller
+    Graph g;
+    Tensor* x = g.new_tensor(DType::F32, {16}, "x");
+    Tensor* t = build::scale(g, x, 2.0f);
+    Tensor* v = build::reshape(g, t, {4, 4});
+    v->flags |= kFlagOutput;
+    Tensor* u = build::scale(g, x, 3.0f);
+    u->flags |= kFlagOutput;
+    g.expand(v);
+    g.expand(u);
+    auto all_nodes = [](const Tensor& n) { return n.op != Op::NONE; };
+    AllocPlan plan = plan_allocation(g.nodes(), all_nodes, [](const Tensor& n) { return n.n_bytes(); }, 64);
+    EXPECT_NE(plan.offset.at(t), plan.offset.at(u));
+    EXPECT_EQ(plan.size, 128u);
+}
+
 TEST(Allocator, BadAlignmentIsAnError) {
     Graph g;
     Tensor* x = g.new_tensor(DType::F32, {4}, "x");

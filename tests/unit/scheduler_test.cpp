@@ -247,3 +247,53 @@ TEST(Registry, CpuIsRegisteredFirstAndDevicesCanBeAdded) {
     r.remove(d);
     EXPECT_EQ(r.find("FAKE0"), nullptr);
 }
+
+TEST(Scheduler, ViewsCrossingDevicesAreCopiedWithTheirStorage) {
+    // ADD on the accelerator, a reshape of its result read by SCALE on the CPU, and a reshape of a
+    // host input read by the accelerator's ADD.
+    FakeDevice fake({Op::ADD});
+    auto fb = fake.init_backend({});
+    auto cpu = cpu::cpu_device().init_backend({2});
+    Graph g;
+    Tensor* x = g.new_tensor(DType::F32, {6, 2}, "x");
+    x->flags |= kFlagInput;
+    Tensor* xr = build::reshape(g, x, {12});
+    Tensor* b = g.new_tensor(DType::F32, {12}, "b");
+    b->flags |= kFlagInput;
+    Tensor* sum = build::add(g, xr, b);          // accelerator, reads a view of host memory
+    Tensor* sr = build::reshape(g, sum, {3, 4});  // view of accelerator memory
+    Tensor* out = build::scale(g, sr, 10.0f);     // CPU
+    out->flags |= kFlagOutput;
+    g.expand(out);
+    const uint64_t uid_before = g.uid();
+    Scheduler s({fb.get(), cpu.get()});
+    s.allocate(g);
+    EXPECT_EQ(s.backend_of(*sum), fb.get());
+    EXPECT_EQ(s.backend_of(*out), cpu.get());
+    std::vector<float> xv(12), bv(12), ov(12);
+    for (int i = 0; i < 12; ++i) xv[i] = static_cast<float>(i), bv[i] = 0.5f * static_cast<float>(i);
+    x->buffer->set_tensor(*x, xv.data(), 0, 48);
+    b->buffer->set_tensor(*b, bv.data(), 0, 48);
+    s.compute();
+    out->buffer->get_tensor(*out, ov.data(), 0, 48);
+    for (int i = 0; i < 12; ++i) EXPECT_FLOAT_EQ(ov[i], 15.0f * static_cast<float>(i));
+    EXPECT_NE(g.uid(), uid_before);  // sources point at local copies now; uid stays computable
+    s.release();
+    EXPECT_EQ(sum->src[0], xr);  // the graph is given back as built
+    EXPECT_EQ(out->src[0], sr);
+    EXPECT_EQ(x->buffer, nullptr);
+    EXPECT_EQ(g.uid(), uid_before);
+}
+
+TEST(Scheduler, AllocatingTwiceReusesTheGraphSafely) {
+    FakeDevice fake({Op::ADD});
+    auto fb = fake.init_backend({});
+    auto cpu = cpu::cpu_device().init_backend({1});
+    SmallGraph sg;
+    Scheduler s({fb.get(), cpu.get()});
+    s.allocate(sg.g);
+    s.allocate(sg.g);  // everything from the first allocation is released first
+    sg.set_inputs();
+    s.compute();
+    EXPECT_EQ(sg.result(), run_cpu_only());
+}

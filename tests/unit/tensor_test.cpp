@@ -52,6 +52,8 @@ TEST(Tensor, BadShapesNameTheTensor) {
     }
     EXPECT_THROW(t.set_shape(DType::F32, {4, 0}), Error);
     EXPECT_THROW(t.set_shape(DType::F32, {1, 2, 3, 4, 5}), Error);
+    EXPECT_THROW(t.set_shape(DType::F32, {1 << 21, 1 << 21, 1 << 21, 4}), Error);  // 2^65 elements
+    EXPECT_THROW(t.set_shape(DType::F32, {1ll << 31, 1ll << 31, 2}), Error);      // 2^63 elements, 2^65 bytes
 }
 
 TEST(Tensor, FloatOpParamsRoundTripBitExactly) {

@@ -34,7 +34,7 @@ void add_quantized(gguf::Writer& w, const std::string& name, DType type, int64_t
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc != 2) {
+    if (argc != 2 || argv[1][0] == '-') {
         std::fprintf(stderr, "usage: %s OUT.gguf\n", argv[0]);
         return 2;
     }

@@ -425,6 +425,9 @@ std::vector<const Case*> select_cases(const std::vector<Case>& all, const Option
         }
         out.push_back(&c);
     }
+    // A filter that selects nothing is a mistake (a typo would otherwise pass without testing).
+    if (out.empty())
+        throw Error(ErrorCode::InvalidArgument, "test-ops: no case matches the given -o/-t filters");
     return out;
 }
 
