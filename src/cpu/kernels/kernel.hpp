@@ -30,7 +30,8 @@ struct FastKernel {
 /// The fast kernel for node dst under features f, or nullptr (the reference kernel runs).
 const FastKernel* select_kernel(const Tensor& dst, const CpuFeatures& f);
 
-/// Kernel tables of each ISA (empty on other architectures).
-std::vector<const FastKernel*> avx2_kernels();
+/// Kernel tables of each ISA, defined in the per-ISA translation units (x86 only).
+std::vector<const FastKernel*> avx2_kernels();      ///< mul_mat_avx2.cpp
+std::vector<const FastKernel*> avx2_row_kernels();  ///< rows_avx2.cpp
 
 }  // namespace tessel::cpu
