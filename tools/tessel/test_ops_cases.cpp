@@ -328,6 +328,10 @@ void add_elementwise_cases(std::vector<Case>& out) {
             }, true));
         }
     }
+    // wide inputs: e^-x under- and overflows inside SiLU
+    out.push_back(make(Op::GLU, "SWIGLU wide", [](Maker& m) {
+        return build::glu(m.g(), m.input(DType::F32, {70, 5}, -120.0f, 120.0f), GluOp::SWIGLU, false);
+    }, true));
 }
 
 // ---- reductions and normalisation ----------------------------------------------------------

@@ -180,6 +180,9 @@ void add_attention_cases(std::vector<Case>& out) {
             }, K == 37));
         }
     }
+    out.push_back(make(Op::SOFT_MAX, "wide logits", [](Maker& m) {  // exp arguments down to -120
+        return build::soft_max(m.g(), m.input(DType::F32, {300, 3, 2, 1}, -60.0f, 60.0f), 1.0f, nullptr, 0.0f, nullptr);
+    }, true));
 
     // FLASH_ATTN_EXT: q [D, T, H, B], k [D, KV, H_kv, B], v [Dv, KV, H_kv, B], mask [KV, T', 1, 1]
     struct FaVariant {

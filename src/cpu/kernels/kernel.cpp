@@ -9,6 +9,7 @@ const std::vector<const FastKernel*>& all_kernels() {
 #if defined(__x86_64__)
         for (const FastKernel* k : avx2_kernels()) t.push_back(k);
         for (const FastKernel* k : avx2_row_kernels()) t.push_back(k);
+        for (const FastKernel* k : avx2_activation_kernels()) t.push_back(k);
 #endif
         return t;
     }();

@@ -33,5 +33,6 @@ const FastKernel* select_kernel(const Tensor& dst, const CpuFeatures& f);
 /// Kernel tables of each ISA, defined in the per-ISA translation units (x86 only).
 std::vector<const FastKernel*> avx2_kernels();      ///< mul_mat_avx2.cpp
 std::vector<const FastKernel*> avx2_row_kernels();  ///< rows_avx2.cpp
+std::vector<const FastKernel*> avx2_activation_kernels();  ///< activations_avx2.cpp
 
 }  // namespace tessel::cpu
