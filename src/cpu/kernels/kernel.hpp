@@ -34,5 +34,6 @@ const FastKernel* select_kernel(const Tensor& dst, const CpuFeatures& f);
 std::vector<const FastKernel*> avx2_kernels();      ///< mul_mat_avx2.cpp
 std::vector<const FastKernel*> avx2_row_kernels();  ///< rows_avx2.cpp
 std::vector<const FastKernel*> avx2_activation_kernels();  ///< activations_avx2.cpp
+std::vector<const FastKernel*> avx2_float_mul_mat_kernels();  ///< mul_mat_float_avx2.cpp
 
 }  // namespace tessel::cpu
