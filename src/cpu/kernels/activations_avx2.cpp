@@ -14,20 +14,10 @@
 namespace tessel::cpu {
 namespace {
 
-bool usable(const CpuFeatures& f) { return f.avx2 && f.fma && f.f16c; }
-size_t no_work(const Tensor&, int) { return 0; }
-
-void thread_rows(int64_t n, const ThreadContext& ctx, int64_t& begin, int64_t& end) {
-    const int64_t per = (n + ctx.nth - 1) / ctx.nth;
-    begin = std::min(n, per * ctx.ith);
-    end = std::min(n, begin + per);
-}
 
 const uint8_t* row_at(const Tensor& t, int64_t i1, int64_t i2, int64_t i3) {
     return static_cast<const uint8_t*>(t.data) + i1 * t.nb[1] + i2 * t.nb[2] + i3 * t.nb[3];
 }
-
-bool f32_rows(const Tensor& t) { return t.type == DType::F32 && t.nb[0] == sizeof(float); }
 
 // ---- SOFT_MAX: softmax(x·scale + mask) per row ---------------------------------------------
 
@@ -144,8 +134,8 @@ void swiglu_run(Tensor& dst, ThreadContext& ctx, void*) {
     }
 }
 
-const FastKernel kSoftMax = {"soft_max_f32_avx2", usable, softmax_supports, no_work, softmax_run};
-const FastKernel kSwiglu = {"swiglu_f32_avx2", usable, swiglu_supports, no_work, swiglu_run};
+const FastKernel kSoftMax = {"soft_max_f32_avx2", has_avx2_tier, softmax_supports, no_work, softmax_run};
+const FastKernel kSwiglu = {"swiglu_f32_avx2", has_avx2_tier, swiglu_supports, no_work, swiglu_run};
 
 }  // namespace
 

@@ -27,6 +27,25 @@ struct FastKernel {
     void (*run)(Tensor& dst, ThreadContext& ctx, void* work);
 };
 
+// ---- helpers shared by the kernels (architecture-neutral) ------------------------------------
+
+/// The avx2 tier's features (AVX2, FMA, F16C): what every *_avx2.cpp kernel requires.
+inline bool has_avx2_tier(const CpuFeatures& f) { return f.avx2 && f.fma && f.f16c; }
+
+/// work_size for kernels that need no shared work buffer.
+inline size_t no_work(const Tensor&, int) { return 0; }
+
+/// This thread's contiguous share [begin, end) of n rows (equal ranges in thread order), so a
+/// row is computed the same way whichever thread count runs it.
+inline void thread_rows(int64_t n, const ThreadContext& ctx, int64_t& begin, int64_t& end) {
+    const int64_t per = (n + ctx.nth - 1) / ctx.nth;
+    begin = per * ctx.ith < n ? per * ctx.ith : n;
+    end = begin + per < n ? begin + per : n;
+}
+
+/// F32 tensor whose rows are contiguous (element stride 4 bytes; other strides free).
+inline bool f32_rows(const Tensor& t) { return t.type == DType::F32 && t.nb[0] == sizeof(float); }
+
 /// The fast kernel for node dst under features f, or nullptr (the reference kernel runs).
 const FastKernel* select_kernel(const Tensor& dst, const CpuFeatures& f);
 

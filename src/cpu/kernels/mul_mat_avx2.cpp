@@ -97,7 +97,6 @@ struct Q4_1xQ8_1 {
     }
 };
 
-bool usable(const CpuFeatures& f) { return f.avx2 && f.fma && f.f16c; }
 
 template <class T>
 bool supports(const Tensor& dst) {
@@ -143,7 +142,7 @@ void run(Tensor& dst, ThreadContext& ctx, void* work) {
 
 template <class T>
 constexpr FastKernel kernel_of() {
-    return {T::kName, usable, supports<T>, work_size<T>, run<T>};
+    return {T::kName, has_avx2_tier, supports<T>, work_size<T>, run<T>};
 }
 
 const FastKernel kQ8_0 = kernel_of<Q8_0xQ8_0>();

@@ -34,8 +34,6 @@ float dot(const W* w, const float* x, int64_t K) {
     return static_cast<float>(sum);
 }
 
-bool usable(const CpuFeatures& f) { return f.avx2 && f.fma && f.f16c; }
-size_t no_work(const Tensor&, int) { return 0; }
 
 template <class W, DType kType>
 bool supports(const Tensor& dst) {
@@ -69,8 +67,8 @@ void run(Tensor& dst, ThreadContext& ctx, void*) {
     });
 }
 
-const FastKernel kF16 = {"f16_f32_gemm_1x1_avx2", usable, supports<uint16_t, DType::F16>, no_work, run<uint16_t>};
-const FastKernel kF32 = {"f32_f32_gemm_1x1_avx2", usable, supports<float, DType::F32>, no_work, run<float>};
+const FastKernel kF16 = {"f16_f32_gemm_1x1_avx2", has_avx2_tier, supports<uint16_t, DType::F16>, no_work, run<uint16_t>};
+const FastKernel kF32 = {"f32_f32_gemm_1x1_avx2", has_avx2_tier, supports<float, DType::F32>, no_work, run<float>};
 
 }  // namespace
 

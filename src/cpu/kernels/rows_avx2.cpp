@@ -1,5 +1,5 @@
 // Row-wise F32 kernels, AVX2 (compiled with -mavx2 -mfma -mf16c; selected only when the usable
-// CPU features include AVX2 and FMA): RMS_NORM, and ADD / MUL with src1 broadcast over rows.
+// CPU features include the avx2 tier): RMS_NORM, and ADD / MUL with src1 broadcast over rows.
 // Rows are split into one contiguous range per thread; every row is computed the same way
 // whichever thread owns it, so results do not depend on the thread count.
 #include <immintrin.h>
@@ -11,23 +11,12 @@
 namespace tessel::cpu {
 namespace {
 
-bool usable(const CpuFeatures& f) { return f.avx2 && f.fma; }
-size_t no_work(const Tensor&, int) { return 0; }
-
-/// Rows [begin, end) of n for this thread.
-void thread_rows(int64_t n, const ThreadContext& ctx, int64_t& begin, int64_t& end) {
-    const int64_t per = (n + ctx.nth - 1) / ctx.nth;
-    begin = std::min(n, per * ctx.ith);
-    end = std::min(n, begin + per);
-}
 
 /// Row r (ne order, i1 fastest) of t as a float pointer; t has contiguous rows (nb[0] = 4).
 float* row_of(const Tensor& t, int64_t r) {
     const int64_t i1 = r % t.ne[1], i2 = r / t.ne[1] % t.ne[2], i3 = r / (t.ne[1] * t.ne[2]);
     return reinterpret_cast<float*>(static_cast<uint8_t*>(t.data) + i1 * t.nb[1] + i2 * t.nb[2] + i3 * t.nb[3]);
 }
-
-bool f32_rows(const Tensor& t) { return t.type == DType::F32 && t.nb[0] == sizeof(float); }
 
 // ---- RMS_NORM ------------------------------------------------------------------------------
 
@@ -100,9 +89,9 @@ void binary_run(Tensor& dst, ThreadContext& ctx, void*) {
     }
 }
 
-const FastKernel kRmsNorm = {"rms_norm_f32_avx2", usable, rms_supports, no_work, rms_run};
-const FastKernel kAdd = {"add_f32_avx2", usable, binary_supports<Op::ADD>, no_work, binary_run<Op::ADD>};
-const FastKernel kMul = {"mul_f32_avx2", usable, binary_supports<Op::MUL>, no_work, binary_run<Op::MUL>};
+const FastKernel kRmsNorm = {"rms_norm_f32_avx2", has_avx2_tier, rms_supports, no_work, rms_run};
+const FastKernel kAdd = {"add_f32_avx2", has_avx2_tier, binary_supports<Op::ADD>, no_work, binary_run<Op::ADD>};
+const FastKernel kMul = {"mul_f32_avx2", has_avx2_tier, binary_supports<Op::MUL>, no_work, binary_run<Op::MUL>};
 
 }  // namespace
 
