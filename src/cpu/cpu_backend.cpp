@@ -66,7 +66,7 @@ public:
     void synchronize() override {}
     std::string kernel_name(const Tensor& t) const override {
         const FastKernel* k = select_kernel(t, usable_cpu_features());
-        return k ? k->name : "ref";
+        return k ? kernel_path_name(*k, t) : "ref";
     }
     void event_record(Event&) override {}
     void event_wait(Event& e) override { e.synchronize(); }

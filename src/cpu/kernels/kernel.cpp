@@ -7,7 +7,7 @@ const std::vector<const FastKernel*>& all_kernels() {
     static const std::vector<const FastKernel*> table = [] {
         std::vector<const FastKernel*> t;
 #if defined(__x86_64__)
-        for (const FastKernel* k : avx2_kernels()) t.push_back(k);
+        for (const FastKernel* k : avx2_mul_mat_kernels()) t.push_back(k);
         for (const FastKernel* k : avx2_row_kernels()) t.push_back(k);
         for (const FastKernel* k : avx2_activation_kernels()) t.push_back(k);
         for (const FastKernel* k : avx2_float_mul_mat_kernels()) t.push_back(k);
@@ -18,6 +18,13 @@ const std::vector<const FastKernel*>& all_kernels() {
 }
 
 }  // namespace
+
+const char* kernel_path_name(const FastKernel& k, const Tensor& dst) {
+    if (!k.gemv_name) return k.name;
+    const bool one_row = (dst.op == Op::MUL_MAT && dst.src[1]->ne[1] == 1) ||
+                         (dst.op == Op::MUL_MAT_ID && dst.src[2]->ne[1] == 1);
+    return one_row ? k.gemv_name : k.name;
+}
 
 const FastKernel* select_kernel(const Tensor& dst, const CpuFeatures& f) {
     for (const FastKernel* k : all_kernels())

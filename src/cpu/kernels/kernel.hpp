@@ -25,7 +25,14 @@ struct FastKernel {
     size_t (*work_size)(const Tensor& dst, int nth);
     /// Computes dst on every thread of the run; `work` holds work_size() bytes, 64-byte aligned.
     void (*run)(Tensor& dst, ThreadContext& ctx, void* work);
+    /// Matrix products: the name of the path taken for a single activation row (GEMV), or nullptr.
+    const char* gemv_name = nullptr;
 };
+
+/// The name of the path kernel k takes for node dst: gemv_name for a matrix product with one
+/// activation row per weight matrix (MUL_MAT with src1 ne[1] = 1, MUL_MAT_ID with one token),
+/// else name.
+const char* kernel_path_name(const FastKernel& k, const Tensor& dst);
 
 // ---- helpers shared by the kernels (architecture-neutral) ------------------------------------
 
@@ -50,7 +57,7 @@ inline bool f32_rows(const Tensor& t) { return t.type == DType::F32 && t.nb[0] =
 const FastKernel* select_kernel(const Tensor& dst, const CpuFeatures& f);
 
 /// Kernel tables of each ISA, defined in the per-ISA translation units (x86 only).
-std::vector<const FastKernel*> avx2_kernels();      ///< mul_mat_avx2.cpp
+std::vector<const FastKernel*> avx2_mul_mat_kernels();  ///< mul_mat_avx2.cpp (MUL_MAT, MUL_MAT_ID)
 std::vector<const FastKernel*> avx2_row_kernels();  ///< rows_avx2.cpp
 std::vector<const FastKernel*> avx2_activation_kernels();  ///< activations_avx2.cpp
 std::vector<const FastKernel*> avx2_float_mul_mat_kernels();  ///< mul_mat_float_avx2.cpp
