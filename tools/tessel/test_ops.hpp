@@ -145,6 +145,10 @@ std::string shape_text(const Tensor& out);
 /// The op column: op name and variant.
 std::string op_text(const Case& c);
 
+/// Whether the CPU backend must run node `out` on a fast kernel (not `ref`) when the usable
+/// CPU features include the avx2 tier: the hot paths of a forward pass (test_ops_hot.cpp).
+bool must_be_fast(const Tensor& out);
+
 /// Seeded data for every leaf of an instance (bytes in each leaf's plain layout).
 std::vector<std::vector<uint8_t>> make_data(const Instance& inst, uint32_t seed);
 

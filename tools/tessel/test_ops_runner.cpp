@@ -9,6 +9,7 @@
 
 #include "backend/registry.hpp"
 #include "cpu/cpu_backend.hpp"
+#include "cpu/kernels/kernel.hpp"
 #include "cpu/ref/ref.hpp"
 #include "cpu/threadpool.hpp"
 #include "quant/quant.hpp"
@@ -473,6 +474,7 @@ int run_tests(const Options& opt) {
     std::printf("test-ops: %zu cases, %zu backends, seed %u%s\n", cases.size(), subjects.size(), opt.seed,
                 opt.ci ? " (ci subset)" : "");
     int passed = 0, failed = 0, skipped = 0;
+    const bool avx2_usable = cpu::has_avx2_tier(usable_cpu_features());
     for (const Case* c : cases) {
         const uint32_t seed = case_seed(opt.seed, static_cast<size_t>(c - all.data()));
         Line base;
@@ -545,6 +547,11 @@ int run_tests(const Options& opt) {
                     if (!extra.empty()) {
                         v.ok = false;
                         v.why = v.why.empty() ? extra : v.why + "; " + extra;
+                    }
+                    if (s.dev == &cpu::cpu_device() && l.kernel == "ref" && avx2_usable && must_be_fast(*sub.out)) {
+                        v.ok = false;
+                        v.why = v.why.empty() ? "" : v.why + "; ";
+                        v.why += "a hot path ran the reference kernel on a CPU with AVX2";
                     }
                     l.status = v.ok ? "OK" : "FAIL";
                     l.why = v.why;
