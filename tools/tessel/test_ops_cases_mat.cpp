@@ -180,6 +180,13 @@ void add_attention_cases(std::vector<Case>& out) {
             }, K == 37));
         }
     }
+    // ALiBi over a head count that is not a power of two (the interleaved slopes), with a mask
+    // broadcast over heads and batches and sinks
+    out.push_back(make(Op::SOFT_MAX, "alibi H=6 sinks", [](Maker& m) {
+        Tensor* x = m.input(DType::F32, {45, 3, 6, 2}, -4.0f, 4.0f);
+        return build::soft_max(m.g(), x, 0.5f, m.mask(DType::F32, {45, 4, 3, 1}, 0.2f), 4.0f,
+                               m.input(DType::F32, {6}, -2.0f, 2.0f));
+    }, true));
     out.push_back(make(Op::SOFT_MAX, "wide logits", [](Maker& m) {  // exp arguments down to -120
         return build::soft_max(m.g(), m.input(DType::F32, {300, 3, 2, 1}, -60.0f, 60.0f), 1.0f, nullptr, 0.0f, nullptr);
     }, true));
