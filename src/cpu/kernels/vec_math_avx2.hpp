@@ -7,6 +7,9 @@
 // still finite up to 88.72: the kernels use exp on x ≤ 0 (softmax) or where the result is a
 // divisor whose size no longer matters (SiLU). NaN propagates through the polynomial.
 //
+// tanh: 1 - 2/(e^(2x) + 1) with the exp above; saturates to ±1 where e^(2x) overflows or
+// vanishes. Absolute error < 3e-7 (relative accuracy is lost near 0, where tanh x ≈ x).
+//
 // sincos (double): x = r + n·π/2 with |r| <= π/4 (π/2 split in a high and a low double, each
 // product subtracted by FMA, so r is exact to ~1 ulp of r for |x| < 2^30), sin r and cos r by
 // their Taylor polynomials to degree 13 and 14 (truncation < 3e-14 on that interval), then the
@@ -39,6 +42,13 @@ inline __m256 exp(__m256 x) {
     y = _mm256_blendv_ps(y, _mm256_setzero_ps(), _mm256_cmp_ps(x, lo_limit, _CMP_LT_OQ));
     y = _mm256_blendv_ps(y, _mm256_set1_ps(__builtin_inff()), _mm256_cmp_ps(x, hi_limit, _CMP_GT_OQ));
     return y;
+}
+
+/// tanh of 8 floats (absolute error < 3e-7; see the file comment).
+inline __m256 tanh(__m256 x) {
+    const __m256 one = _mm256_set1_ps(1.0f);
+    const __m256 e = exp(_mm256_add_ps(x, x));
+    return _mm256_sub_ps(one, _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, one)));
 }
 
 /// sin(x) and cos(x) of 4 doubles with |x| < 2^30 (absolute error < 1e-13).
