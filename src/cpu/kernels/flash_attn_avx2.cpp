@@ -32,7 +32,7 @@ namespace tessel::cpu {
 namespace {
 
 constexpr int64_t kTile = 32;    // keys per tile (a multiple of 8)
-constexpr int64_t kQueries = 8;  // query rows per group
+constexpr int64_t kQueries = 16;  // query rows per group
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 int64_t round8(int64_t n) { return (n + 7) / 8 * 8; }
@@ -175,10 +175,16 @@ void accumulate_block(float* acc, const float* p, const float* const* rows, int6
     for (int v = 0; v < NV; ++v) _mm256_storeu_ps(acc + 8 * v, a[v]);
 }
 
+/// acc[0 .. Dv8) += Σ_j p[j]·rows[j] in blocks of 64 floats: eight independent FMA chains
+/// keep both FMA ports busy through the 4-cycle latency.
 void accumulate(float* acc, const float* p, const float* const* rows, int64_t n8, int64_t Dv8) {
     int64_t d = 0;
-    for (; d + 32 <= Dv8; d += 32) accumulate_block<4>(acc + d, p, rows, n8, d);
+    for (; d + 64 <= Dv8; d += 64) accumulate_block<8>(acc + d, p, rows, n8, d);
     switch ((Dv8 - d) / 8) {
+        case 7: accumulate_block<7>(acc + d, p, rows, n8, d); break;
+        case 6: accumulate_block<6>(acc + d, p, rows, n8, d); break;
+        case 5: accumulate_block<5>(acc + d, p, rows, n8, d); break;
+        case 4: accumulate_block<4>(acc + d, p, rows, n8, d); break;
         case 3: accumulate_block<3>(acc + d, p, rows, n8, d); break;
         case 2: accumulate_block<2>(acc + d, p, rows, n8, d); break;
         case 1: accumulate_block<1>(acc + d, p, rows, n8, d); break;
@@ -191,7 +197,8 @@ struct Query {
     int64_t t, h, b;
     const uint8_t* mask;  // mask row, or nullptr
     float slope, sink;    // sink = -inf without sinks
-    float m, l;           // running maximum and sum
+    __m256 l;             // running sum, in 8 lanes
+    float m;              // running maximum
     bool live;            // has weights in the current tile
 };
 
@@ -266,7 +273,7 @@ struct Attention {
         qr.sink = sinks ? *reinterpret_cast<const float*>(static_cast<const uint8_t*>(sinks->data) + qr.h * sinks->nb[0])
                         : kNegInf;
         qr.m = qr.sink;
-        qr.l = 0.0f;
+        qr.l = _mm256_setzero_ps();
         const auto* src = reinterpret_cast<const float*>(at(q, qr.t, qr.h, qr.b));
         std::copy(src, src + q.ne[0], w.q + i * D8);
         std::fill(w.q + i * D8 + q.ne[0], w.q + (i + 1) * D8, 0.0f);
@@ -292,20 +299,18 @@ struct Attention {
                 const float m_new = std::max(qr.m, tile_max);
                 if (m_new > qr.m) {  // rescale what was accumulated under the old maximum
                     const float alpha = std::exp(qr.m - m_new);
-                    qr.l *= alpha;
+                    qr.l = _mm256_mul_ps(qr.l, _mm256_set1_ps(alpha));
                     float* acc = w.acc + i * Dv8;
                     for (int64_t d = 0; d < Dv8; d += 8)
                         _mm256_storeu_ps(acc + d, _mm256_mul_ps(_mm256_loadu_ps(acc + d), _mm256_set1_ps(alpha)));
                     qr.m = m_new;
                 }
                 float* s = w.s + i * kTile;
-                __m256 sum = _mm256_setzero_ps();
                 for (int64_t g = 0; g < n8; g += 8) {
                     const __m256 p = avx2::exp(_mm256_sub_ps(_mm256_loadu_ps(s + g), _mm256_set1_ps(qr.m)));
                     _mm256_storeu_ps(s + g, p);
-                    sum = _mm256_add_ps(sum, p);
+                    qr.l = _mm256_add_ps(qr.l, p);
                 }
-                qr.l += static_cast<float>(avx2::hsum_f64(sum));
             }
             if (!any_live) continue;
             load_tile(v, v_head(qs[0].h), v_batch(qs[0].b), j0, nk, Dv8, w.vtile, vrows);
@@ -316,7 +321,7 @@ struct Attention {
     }
 
     void finish(const Scratch& w, const Query& qr, int i) const {
-        float l = qr.l;
+        auto l = static_cast<float>(avx2::hsum_f64(qr.l));
         if (qr.m != kNegInf && sinks) l += std::exp(qr.sink - qr.m);
         const float inv = l > 0.0f ? 1.0f / l : 0.0f;  // all -inf: zeros
         auto* out = reinterpret_cast<float*>(const_cast<uint8_t*>(at(dst, qr.h, qr.t, qr.b)));
