@@ -1,4 +1,4 @@
-// FLASH_ATTN_EXT with F32 queries and F32 / F16 / Q8_0 keys and values, AVX2 (compiled with
+// FLASH_ATTN_EXT with F32 queries and F32 / F16 / Q8_0 / Q4_0 keys and values, AVX2 (compiled with
 // -mavx2 -mfma -mf16c; selected only when the usable CPU features include the avx2 tier).
 // Semantics as the reference (cpu/ref/flash_attn.cpp): scale, logit softcap, F16/F32 mask
 // broadcast over heads and batches, ALiBi slopes (cpu/ref's alibi_slope), sinks, grouped-query
@@ -8,7 +8,7 @@
 // range per thread. A thread walks its range in groups of up to kQueries consecutive rows that
 // share their K and V heads (GQA heads and successive tokens), so each tile of kTile keys is
 // converted to float once per group: K and V rows are dequantized into the thread's scratch
-// (Q8_0: d·q, exactly the reference's values; F16 by F16C), zero-padded to a multiple of 8,
+// (Q8_0, Q4_0: d·q, exactly the reference's values; F16 by F16C), zero-padded to a multiple of 8,
 // or used in place when they are F32 rows of such a length. Per query and tile: scores of 8 keys
 // at a time (8 dot products reduced together), scale, softcap (vec_math tanh), slope·mask; keys
 // whose 8 mask entries are all -inf are skipped, and a tile no query of the group needs is never
@@ -31,7 +31,7 @@
 namespace tessel::cpu {
 namespace {
 
-constexpr int64_t kTile = 32;    // keys per tile (a multiple of 8)
+constexpr int64_t kTile = 32;     // keys per tile (a multiple of 8)
 constexpr int64_t kQueries = 16;  // query rows per group
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
@@ -41,12 +41,13 @@ const uint8_t* at(const Tensor& t, int64_t i1, int64_t i2, int64_t i3) {
     return static_cast<const uint8_t*>(t.data) + i1 * t.nb[1] + i2 * t.nb[2] + i3 * t.nb[3];
 }
 
-/// K / V rows this kernel reads: F32, F16 or Q8_0 with back-to-back elements (blocks).
+/// K / V rows this kernel reads: F32, F16, Q8_0 or Q4_0 with back-to-back elements (blocks).
 bool kv_rows(const Tensor& t) {
     switch (t.type) {
         case DType::F32: return t.nb[0] == sizeof(float);
         case DType::F16: return t.nb[0] == sizeof(uint16_t);
         case DType::Q8_0: return t.ne[0] % quant::QK8_0 == 0 && t.nb[0] == sizeof(quant::block_q8_0);
+        case DType::Q4_0: return t.ne[0] % quant::QK4_0 == 0 && t.nb[0] == sizeof(quant::block_q4_0);
         default: return false;
     }
 }
@@ -97,18 +98,32 @@ void to_float(DType t, const uint8_t* p, int64_t i, int64_t n, float* out) {
         out[u] = t == DType::F32 ? reinterpret_cast<const float*>(p)[i + u] : fp16_to_fp32(reinterpret_cast<const uint16_t*>(p)[i + u]);
 }
 
-/// Row `src` (t.ne[0] elements of t's type) as `stride` floats (zeros past ne[0]).
+/// 16 signed bytes as 16 floats times d, into out.
+void store_scaled_i8x16(__m128i q, __m256 d, float* out) {
+    _mm256_storeu_ps(out, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q))));
+    _mm256_storeu_ps(out + 8, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q, 8)))));
+}
+
+/// Row `src` (t.ne[0] elements of t's type) as `stride` floats (zeros past ne[0]); quantized
+/// blocks give the reference's values (d·q in float).
 void convert_row(const Tensor& t, const uint8_t* src, int64_t stride, float* out) {
     const int64_t n = t.ne[0];
     int64_t i = 0;
-    if (t.type == DType::Q8_0) {
+    if (t.type == DType::Q4_0) {  // q - 8, low nibbles are elements 0..15 of a block
+        const auto* blocks = reinterpret_cast<const quant::block_q4_0*>(src);
+        const __m128i low4 = _mm_set1_epi8(0x0f), eight = _mm_set1_epi8(8);
+        for (int64_t b = 0; b < n / quant::QK4_0; ++b, i += quant::QK4_0) {
+            const __m256 d = _mm256_set1_ps(fp16_to_fp32(blocks[b].d));
+            const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blocks[b].qs));
+            store_scaled_i8x16(_mm_sub_epi8(_mm_and_si128(packed, low4), eight), d, out + i);
+            store_scaled_i8x16(_mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(packed, 4), low4), eight), d, out + i + 16);
+        }
+    } else if (t.type == DType::Q8_0) {
         const auto* blocks = reinterpret_cast<const quant::block_q8_0*>(src);
         for (int64_t b = 0; b < n / quant::QK8_0; ++b) {
             const __m256 d = _mm256_set1_ps(fp16_to_fp32(blocks[b].d));
-            for (int g = 0; g < quant::QK8_0; g += 8) {
-                const __m128i q8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blocks[b].qs + g));
-                _mm256_storeu_ps(out + i + g, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q8))));
-            }
+            store_scaled_i8x16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blocks[b].qs)), d, out + i);
+            store_scaled_i8x16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blocks[b].qs + 16)), d, out + i + 16);
             i += quant::QK8_0;
         }
     } else if (t.type == DType::F16) {
