@@ -186,6 +186,12 @@ void add_data_cases(std::vector<Case>& out) {
     out.push_back(copy_case(Op::CPY, DType::F32, DType::Q8_0, [](Maker& m) {
         return build::cast(m.g(), m.input_p(DType::F32, {64, 3, 5}), DType::Q8_0);
     }, true));
+    out.push_back(copy_case(Op::CPY, DType::F32, DType::Q8_0, [](Maker& m) {  // strided source rows
+        return build::cast(m.g(), m.input_t(DType::F32, {64, 7}), DType::Q8_0);
+    }, false));
+    out.push_back(copy_case(Op::CPY, DType::F32, DType::BF16, [](Maker& m) {
+        return build::cast(m.g(), m.input_t(DType::F32, {19, 6}), DType::BF16);
+    }, false));
 
     // CONT / DUP
     for (DType t : {DType::F32, DType::F16}) {

@@ -11,6 +11,7 @@ const std::vector<const FastKernel*>& all_kernels() {
         for (const FastKernel* k : avx2_row_kernels()) t.push_back(k);
         for (const FastKernel* k : avx2_activation_kernels()) t.push_back(k);
         for (const FastKernel* k : avx2_float_mul_mat_kernels()) t.push_back(k);
+        for (const FastKernel* k : avx2_data_kernels()) t.push_back(k);
 #endif
         return t;
     }();

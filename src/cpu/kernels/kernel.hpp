@@ -54,5 +54,6 @@ std::vector<const FastKernel*> avx2_kernels();      ///< mul_mat_avx2.cpp
 std::vector<const FastKernel*> avx2_row_kernels();  ///< rows_avx2.cpp
 std::vector<const FastKernel*> avx2_activation_kernels();  ///< activations_avx2.cpp
 std::vector<const FastKernel*> avx2_float_mul_mat_kernels();  ///< mul_mat_float_avx2.cpp
+std::vector<const FastKernel*> avx2_data_kernels();  ///< data_avx2.cpp
 
 }  // namespace tessel::cpu
