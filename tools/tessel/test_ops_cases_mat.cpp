@@ -285,6 +285,13 @@ std::vector<Case> perf_cases() {
     out.push_back(make(Op::GET_ROWS, "", [](Maker& m) {
         return build::get_rows(m.g(), m.weight(DType::Q4_0, {4096, 1000}), m.ids(DType::I32, {32}, 1000));
     }, true));
+    out.push_back(make(Op::GET_ROWS, "", [](Maker& m) {  // a token-embedding lookup
+        return build::get_rows(m.g(), m.weight(DType::Q4_1, {576, 49152}), m.ids(DType::I32, {32}, 49152));
+    }, true));
+    out.push_back(make(Op::SET_ROWS, "", [](Maker& m) {  // a KV-cache write: 32 tokens of 3 heads of 64
+        Tensor* cache = m.input(DType::F16, {64 * 3, 1024});
+        return build::set_rows(m.g(), cache, m.input(DType::F32, {64 * 3, 32}), m.ids(DType::I64, {32}, 1024, true));
+    }, true));
     out.push_back(make(Op::ADD, "", [](Maker& m) {
         return build::add(m.g(), m.input(DType::F32, {4096, 64}), m.input(DType::F32, {4096, 64}));
     }, true));
@@ -312,6 +319,9 @@ std::vector<Case> perf_cases() {
     }
     out.push_back(make(Op::CPY, "", [](Maker& m) {
         return build::cpy(m.g(), m.input(DType::F32, {4096, 64}), m.input(DType::F16, {4096, 64}));
+    }, true));
+    out.push_back(make(Op::CPY, "", [](Maker& m) {
+        return build::cpy(m.g(), m.input(DType::F32, {4096, 512}), m.input(DType::F16, {4096, 512}));
     }, true));
     out.push_back(make(Op::ARGSORT, "desc", [](Maker& m) {
         return build::argsort(m.g(), m.input(DType::F32, {1024, 32}), build::SortOrder::Descending);

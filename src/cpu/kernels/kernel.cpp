@@ -13,6 +13,7 @@ const std::vector<const FastKernel*>& all_kernels() {
         for (const FastKernel* k : avx2_float_mul_mat_kernels()) t.push_back(k);
         for (const FastKernel* k : avx2_rope_kernels()) t.push_back(k);
         for (const FastKernel* k : avx2_flash_attn_kernels()) t.push_back(k);
+        for (const FastKernel* k : avx2_data_kernels()) t.push_back(k);
 #endif
         return t;
     }();

@@ -63,5 +63,6 @@ std::vector<const FastKernel*> avx2_activation_kernels();  ///< activations_avx2
 std::vector<const FastKernel*> avx2_float_mul_mat_kernels();  ///< mul_mat_float_avx2.cpp
 std::vector<const FastKernel*> avx2_rope_kernels();  ///< rope_avx2.cpp
 std::vector<const FastKernel*> avx2_flash_attn_kernels();  ///< flash_attn_avx2.cpp
+std::vector<const FastKernel*> avx2_data_kernels();  ///< data_avx2.cpp
 
 }  // namespace tessel::cpu
