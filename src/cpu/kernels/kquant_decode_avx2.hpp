@@ -4,7 +4,7 @@
 //
 // A decoder W provides, for one block of 256 weights:
 //   Block; kSigned (quants are signed table values, else unsigned 0..63); kMin / kOffsetShift
-//   (how corr enters, see kquant_tile_avx2.hpp); Head head(block) with float d (and dmin) and,
+//   (how corr enters, see kquant_tile_avx2.hpp); Head head(block) with d (and dmin) broadcast and,
 //   where needed, corr = 16 int16 factors aligned with Q8_K's 16 bsums;
 //   quants<H>(block, q[4]): q[v] = the 32 quants of elements 128·H + 32·v .. +31, one per byte;
 //   scale<V>(head): 16 int16 lanes matching maddubs' pair lanes of elements 32·V .. 32·V+31
@@ -16,7 +16,6 @@
 #include <cstdint>
 #include <cstring>
 
-#include "core/fp16.hpp"
 #include "quant/blocks.hpp"
 
 namespace tessel::cpu::avx2 {
@@ -62,51 +61,59 @@ struct PairScales {
     }
 };
 
-/// Q4_K / Q5_K: the 8 scales (as int16, in both halves) and the 8 mins, each twice (m0, m0, m1,
-/// m1, ...: sub-block s of 32 covers bsums 2s and 2s+1), from the 12 packed bytes.
-inline void unpack_scales_mins_k4(const uint8_t* p, __m256i& scales, __m256i& mins_x2) {
-    const uint32_t a = load_u32(p), m = load_u32(p + 4), c = load_u32(p + 8);
-    const uint32_t sc_lo = a & 0x3f3f3f3fu, mn_lo = m & 0x3f3f3f3fu;
-    const uint32_t sc_hi = (c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u);
-    const uint32_t mn_hi = ((c >> 4) & 0x0f0f0f0fu) | ((m >> 2) & 0x30303030u);
-    const __m128i sc = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(sc_hi), static_cast<int>(sc_lo)));
-    const __m128i mn = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(mn_hi), static_cast<int>(mn_lo)));
-    scales = _mm256_broadcastsi128_si256(sc);
-    mins_x2 = _mm256_set_m128i(_mm_unpackhi_epi16(mn, mn), _mm_unpacklo_epi16(mn, mn));
+/// Q4_K / Q5_K scales and mins from the 12 packed bytes at p (16 bytes are read: the block's
+/// next field follows): bytes 0..7 = scale 0..7, bytes 8..15 = min 0..7, each 0..63.
+inline __m128i unpack_scales_mins_k4(const uint8_t* p) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    // low bits: scale j<4 and min j<4 are bytes j and j+4 (6 bits); scale j>=4 and min j>=4 the
+    // low and high nibble of byte j+4
+    const __m128i a = _mm_shuffle_epi8(v, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
+    const __m128i low = _mm_or_si128(
+        _mm_and_si128(a, _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0)),
+        _mm_and_si128(_mm_srli_epi16(a, 4), _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15)));
+    // high 2 bits of scale / min j>=4: bits 6..7 of byte j-4 / byte j
+    const __m128i b = _mm_shuffle_epi8(v, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
+    return _mm_or_si128(low, _mm_and_si128(_mm_srli_epi16(b, 2), _mm_set1_epi8(0x30)));
 }
+
+/// float of a binary16 (F16C; exact, as quant's reference conversion).
+inline float half_to_float(uint16_t h) { return _cvtsh_ss(h); }
+
+/// Head of Q4_K / Q5_K: their d, dmin and packed scales sit at the block's start.
+struct HeadK4 {
+    __m256i sm;    ///< unpack_scales_mins_k4 in both 128-bit halves
+    __m256i corr;  ///< the mins, each twice (m0, m0, m1, m1, ...: min s covers bsums 2s, 2s+1)
+    __m256 d, dmin;
+    template <class Block>
+    explicit HeadK4(const Block& b)
+        : sm(_mm256_broadcastsi128_si256(unpack_scales_mins_k4(b.scales))),
+          corr(_mm256_shuffle_epi8(sm, _mm256_setr_epi8(8, -1, 8, -1, 9, -1, 9, -1, 10, -1, 10, -1, 11, -1, 11, -1,  //
+                                                         12, -1, 12, -1, 13, -1, 13, -1, 14, -1, 14, -1, 15, -1, 15, -1))),
+          d(_mm256_set1_ps(half_to_float(b.d))), dmin(_mm256_set1_ps(half_to_float(b.dmin))) {}
+    /// Scale V (0..7) zero-extended into all 16 int16 lanes.
+    template <int V>
+    __m256i scale() const { return _mm256_shuffle_epi8(sm, _mm256_set1_epi16(static_cast<short>(0xff00 | V))); }
+};
 
 struct DecQ4_K {
     using Block = quant::block_q4_K;
     static constexpr bool kSigned = false, kMin = true;
     static constexpr int kOffsetShift = 0;
-    struct Head {
-        __m256i scales, corr;
-        float d, dmin;
-    };
-    static Head head(const Block& b) {
-        Head h;
-        unpack_scales_mins_k4(b.scales, h.scales, h.corr);
-        h.d = fp16_to_fp32(b.d), h.dmin = fp16_to_fp32(b.dmin);
-        return h;
-    }
+    using Head = HeadK4;
+    static Head head(const Block& b) { return Head(b); }
     template <int H>
     static void quants(const Block& b, __m256i q[4]) {
         const __m256i p0 = load_u8(b.qs + 64 * H), p1 = load_u8(b.qs + 64 * H + 32);
         q[0] = bits<0, 4, 0>(p0), q[1] = bits<4, 4, 0>(p0), q[2] = bits<0, 4, 0>(p1), q[3] = bits<4, 4, 0>(p1);
     }
     template <int V>
-    static __m256i scale(const Head& h) { return bcast_lane16<V>(h.scales); }
+    static __m256i scale(const Head& h) { return h.template scale<V>(); }
 };
 
 /// Q5_K: Q4_K plus the 5th bit of element e at bit e/32 of qh[e%32].
 struct DecQ5_K : DecQ4_K {
     using Block = quant::block_q5_K;
-    static Head head(const Block& b) {
-        Head h;
-        unpack_scales_mins_k4(b.scales, h.scales, h.corr);
-        h.d = fp16_to_fp32(b.d), h.dmin = fp16_to_fp32(b.dmin);
-        return h;
-    }
+    static Head head(const Block& b) { return Head(b); }
     template <int H>
     static void quants(const Block& b, __m256i q[4]) {
         const __m256i p0 = load_u8(b.qs + 64 * H), p1 = load_u8(b.qs + 64 * H + 32), qh = load_u8(b.qh);
@@ -125,11 +132,11 @@ struct DecQ6_K {
     struct Head {
         PairScales sc;
         __m256i corr;
-        float d;
+        __m256 d;  // broadcast
     };
     static Head head(const Block& b) {
         const __m256i s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
-        return {PairScales(s16), s16, fp16_to_fp32(b.d)};
+        return {PairScales(s16), s16, _mm256_set1_ps(half_to_float(b.d))};
     }
     template <int H>
     static void quants(const Block& b, __m256i q[4]) {
@@ -157,7 +164,7 @@ struct DecQ3_K {
         const uint32_t w3 = ((m >> 4) & 0x0f0f0f0fu) | ((c >> 2) & 0x30303030u);
         const __m128i biased = _mm_set_epi32(static_cast<int>(w3), static_cast<int>(w2), static_cast<int>(w1), static_cast<int>(w0));
         const __m256i s16 = _mm256_cvtepi8_epi16(_mm_sub_epi8(biased, _mm_set1_epi8(32)));
-        return {PairScales(s16), s16, fp16_to_fp32(b.d)};
+        return {PairScales(s16), s16, _mm256_set1_ps(half_to_float(b.d))};
     }
     template <int H>
     static void quants(const Block& b, __m256i q[4]) {
@@ -179,14 +186,14 @@ struct DecQ2_K {
     struct Head {
         PairScales sc;
         __m256i corr;
-        float d, dmin;
+        __m256 d, dmin;  // broadcast
     };
     static Head head(const Block& b) {
         const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
         const __m128i nib = _mm_set1_epi8(0x0f);
         const __m256i s16 = _mm256_cvtepu8_epi16(_mm_and_si128(raw, nib));
         const __m256i m16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), nib));
-        return {PairScales(s16), m16, fp16_to_fp32(b.d), fp16_to_fp32(b.dmin)};
+        return {PairScales(s16), m16, _mm256_set1_ps(half_to_float(b.d)), _mm256_set1_ps(half_to_float(b.dmin))};
     }
     template <int H>
     static void quants(const Block& b, __m256i q[4]) {
@@ -205,7 +212,7 @@ struct DecIQ4_XS {
     static constexpr int kOffsetShift = 0;
     struct Head {
         __m256i scales;
-        float d;
+        __m256 d;  // broadcast
     };
     static Head head(const Block& b) {
         const __m128i packed = _mm_cvtsi32_si128(static_cast<int>(load_u32(b.scales_l)));
@@ -218,7 +225,7 @@ struct DecIQ4_XS {
                                             _mm_setr_epi16(3, 3 << 2, 3 << 4, 3 << 6, 3 << 8, 3 << 10, 3 << 12, static_cast<short>(3 << 14)));
         const __m128i high = _mm_srli_epi16(_mm_mullo_epi16(hmask, _mm_setr_epi16(1 << 14, 1 << 12, 1 << 10, 1 << 8, 1 << 6, 1 << 4, 1 << 2, 1)), 10);
         const __m128i sc = _mm_sub_epi16(_mm_or_si128(low, high), _mm_set1_epi16(32));
-        return {_mm256_broadcastsi128_si256(sc), fp16_to_fp32(b.d)};
+        return {_mm256_broadcastsi128_si256(sc), _mm256_set1_ps(half_to_float(b.d))};
     }
     template <int H>
     static void quants(const Block& b, __m256i q[4]) {

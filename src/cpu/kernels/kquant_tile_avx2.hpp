@@ -9,8 +9,8 @@
 //          against the signed Q8_K bytes (pair sums ≤ 2·63·127), then madd with the integer
 //          sub-block scales (IQ4_XS: signed table values, the sign moved onto the activation)
 //   corr = Σ_s c_s · bsum_s                 madd of 16 per-16-element factors with Q8_K's bsums
-//   acc += d·d_x·dot − dmin·d_x·corr         types with a min (x = d·sc·q − dmin·m: Q2_K, Q4_K, Q5_K)
-//   acc += d·d_x·(dot − 2^shift·corr)        types with an offset (q − 32: Q6_K; q − 4: Q3_K)
+//   acc += (d·dot − dmin·corr)·d_x           types with a min (x = d·sc·q − dmin·m: Q2_K, Q4_K, Q5_K)
+//   acc += d·(dot − 2^shift·corr)·d_x        types with an offset (q − 32: Q6_K; q − 4: Q3_K)
 // in float lanes summed across lanes at the end of the tile, so a result depends only on its
 // inputs, never on the thread count.
 #pragma once
@@ -61,19 +61,19 @@ void kquant_tile(const uint8_t* w, size_t w_stride, const mm::TileRows<MR>& rows
                     }
                 });
             });
+            const __m256 d = head.d;
             for (int i = 0; i < MR; ++i) {
-                const __m256 dd = _mm256_set1_ps(head.d * xb[i]->d);
+                __m256 t;  // the block's dot over d_x
                 if constexpr (W::kMin) {
                     const __m256i corr = _mm256_madd_epi16(head.corr, load_i16(xb[i]->bsums));
-                    acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[i]), dd, acc[i][j]);
-                    acc[i][j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(corr), _mm256_set1_ps(head.dmin * xb[i]->d), acc[i][j]);
+                    t = _mm256_fmsub_ps(_mm256_cvtepi32_ps(dot[i]), d, _mm256_mul_ps(_mm256_cvtepi32_ps(corr), head.dmin));
                 } else if constexpr (W::kOffsetShift > 0) {
                     const __m256i corr = _mm256_madd_epi16(head.corr, load_i16(xb[i]->bsums));
-                    const __m256i net = _mm256_sub_epi32(dot[i], _mm256_slli_epi32(corr, W::kOffsetShift));
-                    acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(net), dd, acc[i][j]);
+                    t = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(dot[i], _mm256_slli_epi32(corr, W::kOffsetShift))), d);
                 } else {
-                    acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[i]), dd, acc[i][j]);
+                    t = _mm256_mul_ps(_mm256_cvtepi32_ps(dot[i]), d);
                 }
+                acc[i][j] = _mm256_fmadd_ps(t, _mm256_set1_ps(xb[i]->d), acc[i][j]);
             }
         }
     }
