@@ -32,7 +32,7 @@ inline uint32_t load_u32(const uint8_t* p) {
 /// In every byte: the Width-bit field at bit From moved to bit To, other bits cleared. The
 /// 16-bit shifts cannot carry a bit of the neighbouring byte into the kept field.
 template <int From, int Width, int To>
-inline __m256i bits(__m256i v) {
+inline __m256i byte_field(__m256i v) {
     const __m256i mask = _mm256_set1_epi8(static_cast<char>(((1 << Width) - 1) << To));
     if constexpr (From < To) return _mm256_and_si256(_mm256_slli_epi16(v, To - From), mask);
     else if constexpr (From > To) return _mm256_and_si256(_mm256_srli_epi16(v, From - To), mask);
@@ -104,7 +104,7 @@ struct DecQ4_K {
     template <int H>
     static void quants(const Block& b, __m256i q[4]) {
         const __m256i p0 = load_u8(b.qs + 64 * H), p1 = load_u8(b.qs + 64 * H + 32);
-        q[0] = bits<0, 4, 0>(p0), q[1] = bits<4, 4, 0>(p0), q[2] = bits<0, 4, 0>(p1), q[3] = bits<4, 4, 0>(p1);
+        q[0] = byte_field<0, 4, 0>(p0), q[1] = byte_field<4, 4, 0>(p0), q[2] = byte_field<0, 4, 0>(p1), q[3] = byte_field<4, 4, 0>(p1);
     }
     template <int V>
     static __m256i scale(const Head& h) { return h.template scale<V>(); }
@@ -117,10 +117,10 @@ struct DecQ5_K : DecQ4_K {
     template <int H>
     static void quants(const Block& b, __m256i q[4]) {
         const __m256i p0 = load_u8(b.qs + 64 * H), p1 = load_u8(b.qs + 64 * H + 32), qh = load_u8(b.qh);
-        q[0] = _mm256_or_si256(bits<0, 4, 0>(p0), bits<4 * H + 0, 1, 4>(qh));
-        q[1] = _mm256_or_si256(bits<4, 4, 0>(p0), bits<4 * H + 1, 1, 4>(qh));
-        q[2] = _mm256_or_si256(bits<0, 4, 0>(p1), bits<4 * H + 2, 1, 4>(qh));
-        q[3] = _mm256_or_si256(bits<4, 4, 0>(p1), bits<4 * H + 3, 1, 4>(qh));
+        q[0] = _mm256_or_si256(byte_field<0, 4, 0>(p0), byte_field<4 * H + 0, 1, 4>(qh));
+        q[1] = _mm256_or_si256(byte_field<4, 4, 0>(p0), byte_field<4 * H + 1, 1, 4>(qh));
+        q[2] = _mm256_or_si256(byte_field<0, 4, 0>(p1), byte_field<4 * H + 2, 1, 4>(qh));
+        q[3] = _mm256_or_si256(byte_field<4, 4, 0>(p1), byte_field<4 * H + 3, 1, 4>(qh));
     }
 };
 
@@ -141,10 +141,10 @@ struct DecQ6_K {
     template <int H>
     static void quants(const Block& b, __m256i q[4]) {
         const __m256i l0 = load_u8(b.ql + 64 * H), l1 = load_u8(b.ql + 64 * H + 32), qh = load_u8(b.qh + 32 * H);
-        q[0] = _mm256_or_si256(bits<0, 4, 0>(l0), bits<0, 2, 4>(qh));
-        q[1] = _mm256_or_si256(bits<0, 4, 0>(l1), bits<2, 2, 4>(qh));
-        q[2] = _mm256_or_si256(bits<4, 4, 0>(l0), bits<4, 2, 4>(qh));
-        q[3] = _mm256_or_si256(bits<4, 4, 0>(l1), bits<6, 2, 4>(qh));
+        q[0] = _mm256_or_si256(byte_field<0, 4, 0>(l0), byte_field<0, 2, 4>(qh));
+        q[1] = _mm256_or_si256(byte_field<0, 4, 0>(l1), byte_field<2, 2, 4>(qh));
+        q[2] = _mm256_or_si256(byte_field<4, 4, 0>(l0), byte_field<4, 2, 4>(qh));
+        q[3] = _mm256_or_si256(byte_field<4, 4, 0>(l1), byte_field<6, 2, 4>(qh));
     }
     template <int V>
     static __m256i scale(const Head& h) { return h.sc.scale<V>(); }
@@ -169,10 +169,10 @@ struct DecQ3_K {
     template <int H>
     static void quants(const Block& b, __m256i q[4]) {
         const __m256i lo = load_u8(b.qs + 32 * H), hm = load_u8(b.hmask);
-        q[0] = _mm256_or_si256(bits<0, 2, 0>(lo), bits<4 * H + 0, 1, 2>(hm));
-        q[1] = _mm256_or_si256(bits<2, 2, 0>(lo), bits<4 * H + 1, 1, 2>(hm));
-        q[2] = _mm256_or_si256(bits<4, 2, 0>(lo), bits<4 * H + 2, 1, 2>(hm));
-        q[3] = _mm256_or_si256(bits<6, 2, 0>(lo), bits<4 * H + 3, 1, 2>(hm));
+        q[0] = _mm256_or_si256(byte_field<0, 2, 0>(lo), byte_field<4 * H + 0, 1, 2>(hm));
+        q[1] = _mm256_or_si256(byte_field<2, 2, 0>(lo), byte_field<4 * H + 1, 1, 2>(hm));
+        q[2] = _mm256_or_si256(byte_field<4, 2, 0>(lo), byte_field<4 * H + 2, 1, 2>(hm));
+        q[3] = _mm256_or_si256(byte_field<6, 2, 0>(lo), byte_field<4 * H + 3, 1, 2>(hm));
     }
     template <int V>
     static __m256i scale(const Head& h) { return h.sc.scale<V>(); }
@@ -198,7 +198,7 @@ struct DecQ2_K {
     template <int H>
     static void quants(const Block& b, __m256i q[4]) {
         const __m256i p = load_u8(b.qs + 32 * H);
-        q[0] = bits<0, 2, 0>(p), q[1] = bits<2, 2, 0>(p), q[2] = bits<4, 2, 0>(p), q[3] = bits<6, 2, 0>(p);
+        q[0] = byte_field<0, 2, 0>(p), q[1] = byte_field<2, 2, 0>(p), q[2] = byte_field<4, 2, 0>(p), q[3] = byte_field<6, 2, 0>(p);
     }
     template <int V>
     static __m256i scale(const Head& h) { return h.sc.scale<V>(); }
