@@ -56,6 +56,9 @@ void add_matmul_cases(std::vector<Case>& out) {
         out.push_back(make(Op::MUL_MAT, "bcast", [t, ks](Maker& m) {
             return build::mul_mat(m.g(), m.weight(t, {ks, 12, 2, 1}), m.input(DType::F32, {ks, 5, 6, 2}));
         }, common, kMatNmse));
+        out.push_back(make(Op::MUL_MAT, "bcast M=9", [t, ks](Maker& m) {  // a full GEMM tile per batch
+            return build::mul_mat(m.g(), m.weight(t, {ks, 11, 2, 1}), m.input(DType::F32, {ks, 9, 4, 2}));
+        }, false, kMatNmse));
         out.push_back(make(Op::MUL_MAT, "x-noncontig", [t, ks](Maker& m) {
             return build::mul_mat(m.g(), m.weight(t, {ks, 9}), m.input_t(DType::F32, {ks, 5}));
         }, false, kMatNmse));
@@ -93,6 +96,10 @@ void add_matmul_cases(std::vector<Case>& out) {
             return build::mul_mat_id(m.g(), m.weight(t, {ks, 9, 8}), m.input(DType::F32, {ks, 1, 7}),
                                      m.ids(DType::I32, {4, 7}, 8, true));
         }, common, kMatNmse));
+        out.push_back(make(Op::MUL_MAT_ID, "many tokens", [t, ks](Maker& m) {  // ~12 rows per expert: GEMM tiles
+            return build::mul_mat_id(m.g(), m.weight(t, {ks, 19, 4}), m.input(DType::F32, {ks, 2, 24}),
+                                     m.ids(DType::I32, {2, 24}, 4, true));
+        }, false, kMatNmse));
     }
     out.push_back(make(Op::MUL_MAT_ID, "invalid ids", [](Maker& m) {
         return build::mul_mat_id(m.g(), m.weight(DType::F32, {64, 9, 4}), m.input(DType::F32, {64, 2, 6}),
