@@ -17,16 +17,21 @@ bool plain_weight(const Tensor& w, std::initializer_list<DType> types) {
     return false;
 }
 
+/// Quantized weight types with fast matrix-product kernels (K-quants need K % 256 == 0).
+bool quant_weight(const Tensor& w) {
+    return plain_weight(w, {DType::Q4_0, DType::Q4_1, DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K,
+                            DType::Q6_K, DType::IQ4_XS});
+}
+
 }  // namespace
 
 bool must_be_fast(const Tensor& out) {
     const Tensor* a = out.src[0];
     switch (out.op) {
         case Op::MUL_MAT:
-            return f32_rows(out.src[1]) && f32_rows(&out) &&
-                   plain_weight(*a, {DType::Q4_0, DType::Q4_1, DType::Q8_0, DType::F16, DType::F32});
+            return f32_rows(out.src[1]) && f32_rows(&out) && (quant_weight(*a) || plain_weight(*a, {DType::F16, DType::F32}));
         case Op::MUL_MAT_ID:
-            return f32_rows(out.src[1]) && f32_rows(&out) && plain_weight(*a, {DType::Q4_0, DType::Q4_1, DType::Q8_0});
+            return f32_rows(out.src[1]) && f32_rows(&out) && quant_weight(*a);
         case Op::RMS_NORM:
             return f32_rows(a) && f32_rows(&out);
         case Op::ADD:
