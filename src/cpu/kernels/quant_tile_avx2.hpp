@@ -13,9 +13,12 @@
 
 #include <immintrin.h>
 
+#include <cstring>
+
 #include "core/fp16.hpp"
 #include "cpu/kernels/mul_mat_driver.hpp"
 #include "quant/blocks.hpp"
+#include "quant/quant_nonlinear.hpp"
 
 namespace tessel::cpu::avx2 {
 
@@ -35,6 +38,23 @@ inline __m256i unpack_nibbles(const uint8_t* qs) {
 }
 
 inline __m256i load_bytes(const int8_t* qs) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs)); }
+
+/// 0xff in byte j where bit j of the 32-bit little-endian field qh is set, else 0 (the 5th-bit
+/// plane of Q5_0/Q5_1).
+inline __m256i bit_plane_mask(const uint8_t* qh) {
+    uint32_t bits;
+    std::memcpy(&bits, qh, 4);
+    // byte j takes byte j/8 of the field, then keeps bit j%8
+    const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)),
+                                               _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303));
+    const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+    return _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+}
+
+/// A 16-entry byte table in both 128-bit lanes, for _mm256_shuffle_epi8 lookups by nibble.
+inline __m256i nibble_table(const int8_t* table) {
+    return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(table)));
+}
 
 // ---- weight block decoders: quants(b) as 32 bytes in element order, scale(b), min(b) --------
 // kSigned: quants are signed (-128..127 with no -128 from the quantizers); else 0..127.
@@ -61,6 +81,47 @@ struct DecQ4_1 {
     static __m256i quants(const Block& b) { return unpack_nibbles(b.qs); }
     static float scale(const Block& b) { return fp16_to_fp32(b.d); }
     static float min(const Block& b) { return fp16_to_fp32(b.m); }
+};
+
+struct DecQ5_0 {
+    using Block = quant::block_q5_0;
+    static constexpr bool kSigned = true, kMin = false;
+    /// nibble + 16·bit - 16: subtract 16 where the 5th bit is clear.
+    static __m256i quants(const Block& b) {
+        return _mm256_sub_epi8(unpack_nibbles(b.qs), _mm256_andnot_si256(bit_plane_mask(b.qh), _mm256_set1_epi8(16)));
+    }
+    static float scale(const Block& b) { return fp16_to_fp32(b.d); }
+    static float min(const Block&) { return 0.0f; }
+};
+
+struct DecQ5_1 {
+    using Block = quant::block_q5_1;
+    static constexpr bool kSigned = false, kMin = true;
+    static __m256i quants(const Block& b) {
+        return _mm256_or_si256(unpack_nibbles(b.qs), _mm256_and_si256(bit_plane_mask(b.qh), _mm256_set1_epi8(16)));
+    }
+    static float scale(const Block& b) { return fp16_to_fp32(b.d); }
+    static float min(const Block& b) { return fp16_to_fp32(b.m); }
+};
+
+/// IQ4_NL: nibbles index the codebook kValuesIQ4NL (-127..113).
+struct DecIQ4_NL {
+    using Block = quant::block_iq4_nl;
+    static constexpr bool kSigned = true, kMin = false;
+    static __m256i quants(const Block& b) { return _mm256_shuffle_epi8(nibble_table(quant::kValuesIQ4NL), unpack_nibbles(b.qs)); }
+    static float scale(const Block& b) { return fp16_to_fp32(b.d); }
+    static float min(const Block&) { return 0.0f; }
+};
+
+/// MXFP4: nibbles index the doubled E2M1 values kValuesMXFP4x2 (-12..12, integers), and the
+/// scale is the E8M0 power of two halved, so value·scale is the format's value and every
+/// product with an activation is exact.
+struct DecMXFP4 {
+    using Block = quant::block_mxfp4;
+    static constexpr bool kSigned = true, kMin = false;
+    static __m256i quants(const Block& b) { return _mm256_shuffle_epi8(nibble_table(quant::kValuesMXFP4x2), unpack_nibbles(b.qs)); }
+    static float scale(const Block& b) { return quant::e8m0_to_fp32_half(b.e); }
+    static float min(const Block&) { return 0.0f; }
 };
 
 // ---- the tile -----------------------------------------------------------------------------------
