@@ -55,6 +55,11 @@ TEST(KernelSelect, HigherTiersWinWhereUsable) {
     EXPECT_EQ(selected(*gemm, cap_cpu_features(full, CpuTier::Avx512)), "q5_0_q8_0_gemm_4x2_avx2");
     EXPECT_EQ(selected(*gemv, cap_cpu_features(full, CpuTier::Avx2)), "q5_0_q8_0_gemv_1x4_avx2");
     EXPECT_EQ(selected(*gemm, cap_cpu_features(full, CpuTier::Scalar)), "ref");
+
+    Tensor* half = build::mul_mat(g, g.new_tensor(DType::F16, {64, 16}, "h"), g.new_tensor(DType::F32, {64, 3}, "x3"));
+    EXPECT_EQ(selected(*half, full), "f16_f32_gemm_2x8_avx512");
+    EXPECT_EQ(selected(*half, cap_cpu_features(full, CpuTier::Avx512)), "f16_f32_gemm_2x8_avx512");
+    EXPECT_EQ(selected(*half, cap_cpu_features(full, CpuTier::Avx2)), "f16_f32_gemm_1x1_avx2");
 }
 #endif
 

@@ -8,6 +8,7 @@ const std::vector<const FastKernel*>& all_kernels() {
         std::vector<const FastKernel*> t;
 #if defined(__x86_64__)
         for (const FastKernel* k : avx512vnni_mul_mat_kernels()) t.push_back(k);
+        for (const FastKernel* k : avx512_float_mul_mat_kernels()) t.push_back(k);
         for (const FastKernel* k : avx2_mul_mat_kernels()) t.push_back(k);
         for (const FastKernel* k : avx2_row_kernels()) t.push_back(k);
         for (const FastKernel* k : avx2_activation_kernels()) t.push_back(k);
