@@ -1,8 +1,9 @@
 // MUL_MAT and MUL_MAT_ID of quantized weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4) with
 // F32 activations, AVX2 (compiled with -mavx2 -mfma -mf16c; selected only when the usable CPU
 // features include AVX2, FMA and F16C). Activations are quantized to the type the weight pairs
-// with (Q8_0, or Q8_1 for the types with a min: Q4_1, Q5_1); tiles are 4 activation rows x 2 weight rows (GEMM) or 1 x 4 (GEMV). The driver is
-// mul_mat_driver.hpp, the tile and block decoders quant_tile_avx2.hpp.
+// with (Q8_0, or Q8_1 for the types with a min: Q4_1, Q5_1); tiles are 4 activation rows x 2
+// weight rows (GEMM) or 1 x 4 (GEMV). The driver is mul_mat_driver.hpp, the tile
+// quant_tile_avx2.hpp, the block decoders quant_decode_avx2.hpp.
 #include "cpu/kernels/quant_tile_avx2.hpp"
 
 namespace tessel::cpu {

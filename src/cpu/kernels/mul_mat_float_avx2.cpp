@@ -7,7 +7,8 @@
 // items (weight row × batch) are handed out in chunks from the pool's chunk counter.
 #include <immintrin.h>
 
-#include "core/fp16.hpp"
+#include <cstring>
+
 #include "cpu/kernels/kernel.hpp"
 #include "cpu/kernels/vec_math_avx2.hpp"
 
@@ -30,7 +31,12 @@ __m256 load8(const Bf16* p) {
     const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
 }
-float load1(const Bf16* p) { return bf16_to_fp32(p->bits); }
+float load1(const Bf16* p) {
+    const uint32_t bits = static_cast<uint32_t>(p->bits) << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+}
 
 template <class W>
 float dot(const W* w, const float* x, int64_t K) {
