@@ -32,6 +32,8 @@ enum class Fill : uint8_t {
     Positions,  ///< ROPE positions: integers uniform in [0, n)
     Mask,       ///< floats uniform in [-1, 1), each -inf with probability p_inf; rows listed
                 ///< in inf_rows are all -inf
+    Q8Grid,     ///< integers uniform in [-127, 127], each run of 32 along ne[0] holding a ±127:
+                ///< quantizing them to Q8_0 is lossless (scale 1)
 };
 
 /// One leaf of a case and the rule for its data.
@@ -61,6 +63,9 @@ public:
     /// Input of shape ne seen through a permuted view (dims 1 and 2 swapped in memory: rows
     /// contiguous, rows of one batch not).
     Tensor* input_p(DType t, std::initializer_list<int64_t> ne, float lo = -1.0f, float hi = 1.0f);
+    /// Input of integers on the Q8 grid (Fill::Q8Grid): a kernel that quantizes it to Q8_0
+    /// loses nothing, so its error is only its own arithmetic's. ne[0] a multiple of 32.
+    Tensor* q8_grid(DType t, std::initializer_list<int64_t> ne);
     /// A weight (uniform data quantized to t), placed in every weight buffer type of the device.
     Tensor* weight(DType t, std::initializer_list<int64_t> ne);
     /// Integer ids in [0, n).

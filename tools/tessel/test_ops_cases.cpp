@@ -51,6 +51,12 @@ Tensor* Maker::input_p(DType t, std::initializer_list<int64_t> ne, float lo, flo
     return build::permute(g_, x, 0, 2, 1, 3);
 }
 
+Tensor* Maker::q8_grid(DType t, std::initializer_list<int64_t> ne) {
+    Tensor* x = leaf(t, ne);
+    leaves_.back().fill = Fill::Q8Grid;
+    return x;
+}
+
 Tensor* Maker::weight(DType t, std::initializer_list<int64_t> ne) {
     Tensor* x = leaf(t, ne);
     x->flags = kFlagWeight;

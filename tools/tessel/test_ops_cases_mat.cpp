@@ -10,6 +10,8 @@ namespace tessel::cli::test_ops {
 namespace {
 
 constexpr double kMatNmse = 5e-4;  // MUL_MAT, MUL_MAT_ID, FLASH_ATTN_EXT
+/// Q8-grid activations (lossless in Q8_0): only the kernel's float rounding remains.
+constexpr double kGridNmse = 1e-11;
 
 Case make(Op op, std::string variant, std::function<Tensor*(Maker&)> build, bool core = false, double bound = 1e-7) {
     Case c;
@@ -63,6 +65,13 @@ void add_matmul_cases(std::vector<Case>& out) {
             return build::mul_mat(m.g(), m.weight(t, {ks, 9}), m.input_t(DType::F32, {ks, 5}));
         }, false, kMatNmse));
     }
+    // activations on the Q8 grid: weight types paired with Q8_0 activations must match the
+    // reference to float rounding (exact integer products, exact block scales)
+    for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::IQ4_NL, DType::MXFP4}) {
+        out.push_back(make(Op::MUL_MAT, "x-q8-grid", [t](Maker& m) {
+            return build::mul_mat(m.g(), m.weight(t, {256, 21}), m.q8_grid(DType::F32, {256, 5}));
+        }, true, kGridNmse));
+    }
     // larger tiles with ragged edges (full runs only)
     for (DType t : weight_types()) {
         const int64_t K = 4 * k_long(t);
@@ -96,8 +105,13 @@ void add_matmul_cases(std::vector<Case>& out) {
             return build::mul_mat_id(m.g(), m.weight(t, {ks, 9, 8}), m.input(DType::F32, {ks, 1, 7}),
                                      m.ids(DType::I32, {4, 7}, 8, true));
         }, common, kMatNmse));
-        out.push_back(make(Op::MUL_MAT_ID, "many tokens", [t, ks](Maker& m) {  // ~12 rows per expert: GEMM tiles
-            return build::mul_mat_id(m.g(), m.weight(t, {ks, 19, 4}), m.input(DType::F32, {ks, 2, 24}),
+        // one token (the GEMV path), and many tokens on few experts (~12 rows each: full GEMM tiles)
+        out.push_back(make(Op::MUL_MAT_ID, "T=1", [t, ks](Maker& m) {
+            return build::mul_mat_id(m.g(), m.weight(t, {ks, 21, 6}), m.input(DType::F32, {ks, 1, 1}),
+                                     m.ids(DType::I32, {3, 1}, 6, true));
+        }, false, kMatNmse));
+        out.push_back(make(Op::MUL_MAT_ID, "dense", [t, ks](Maker& m) {
+            return build::mul_mat_id(m.g(), m.weight(t, {ks, 35, 4}), m.input(DType::F32, {ks, 2, 24}),
                                      m.ids(DType::I32, {2, 24}, 4, true));
         }, false, kMatNmse));
     }
@@ -259,7 +273,8 @@ void add_attention_cases(std::vector<Case>& out) {
 
 std::vector<Case> perf_cases() {
     std::vector<Case> out;
-    for (DType t : {DType::F32, DType::F16, DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q6_K, DType::IQ4_NL}) {
+    for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q4_K, DType::Q6_K,
+                    DType::IQ4_NL, DType::MXFP4}) {
         for (int64_t M : {1, 32}) {
             out.push_back(make(Op::MUL_MAT, M == 1 ? "M=1" : "M=32", [t, M](Maker& m) {
                 return build::mul_mat(m.g(), m.weight(t, {2048, 1024}), m.input(DType::F32, {2048, M}));

@@ -138,6 +138,16 @@ std::vector<std::vector<uint8_t>> make_data(const Instance& inst, uint32_t seed)
                 data.push_back(std::move(bytes));
                 break;
             }
+            case Fill::Q8Grid: {
+                std::uniform_int_distribution<int> q(-127, 127);
+                std::uniform_int_distribution<int> at(0, 31);
+                std::vector<float> f(static_cast<size_t>(n));
+                for (float& v : f) v = static_cast<float>(q(rng));
+                for (int64_t run = 0; run + 32 <= n; run += 32)
+                    f[static_cast<size_t>(run + at(rng))] = q(rng) < 0 ? -127.0f : 127.0f;
+                data.push_back(encode(t, f));
+                break;
+            }
             case Fill::Mask: {
                 std::uniform_real_distribution<float> u(-1.0f, 1.0f);
                 std::uniform_real_distribution<float> p(0.0f, 1.0f);

@@ -7,6 +7,8 @@ const std::vector<const FastKernel*>& all_kernels() {
     static const std::vector<const FastKernel*> table = [] {
         std::vector<const FastKernel*> t;
 #if defined(__x86_64__)
+        for (const FastKernel* k : avx512vnni_mul_mat_kernels()) t.push_back(k);
+        for (const FastKernel* k : avx512_float_mul_mat_kernels()) t.push_back(k);
         for (const FastKernel* k : avx2_mul_mat_kernels()) t.push_back(k);
         for (const FastKernel* k : avx2_kquant_mul_mat_kernels()) t.push_back(k);
         for (const FastKernel* k : avx2_row_kernels()) t.push_back(k);

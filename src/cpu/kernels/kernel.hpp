@@ -4,7 +4,7 @@
 // the CPU backend runs the first fast kernel of the table that accepts a node under the usable
 // features (TESSEL_CPU_ISA applies), else the reference kernel. Kernels are named
 // `<weight>_<activation>_{gemm,gemv}_<mr>x<nr>_<isa>` (matrix products) or `<op>_<isa>`.
-// ISA code lives in per-ISA translation units (file suffix _avx2, ...), entered only after the
+// ISA code lives in per-ISA translation units (file suffix _avx2, _avx512, ...), entered only after the
 // feature check.
 #pragma once
 
@@ -38,6 +38,12 @@ const char* kernel_path_name(const FastKernel& k, const Tensor& dst);
 
 /// The avx2 tier's features (AVX2, FMA, F16C): what every *_avx2.cpp kernel requires.
 inline bool has_avx2_tier(const CpuFeatures& f) { return f.avx2 && f.fma && f.f16c; }
+/// The avx512 tier's features (avx2 tier + AVX-512 F, BW, VL, DQ): what *_avx512.cpp requires.
+inline bool has_avx512_tier(const CpuFeatures& f) {
+    return has_avx2_tier(f) && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq;
+}
+/// The avx512vnni tier's features (avx512 tier + AVX-512 VNNI): what *_avx512vnni.cpp requires.
+inline bool has_avx512vnni_tier(const CpuFeatures& f) { return has_avx512_tier(f) && f.avx512vnni; }
 
 /// work_size for kernels that need no shared work buffer.
 inline size_t no_work(const Tensor&, int) { return 0; }
@@ -56,7 +62,10 @@ inline bool f32_rows(const Tensor& t) { return t.type == DType::F32 && t.nb[0] =
 /// The fast kernel for node dst under features f, or nullptr (the reference kernel runs).
 const FastKernel* select_kernel(const Tensor& dst, const CpuFeatures& f);
 
-/// Kernel tables of each ISA, defined in the per-ISA translation units (x86 only).
+/// Kernel tables of each ISA, defined in the per-ISA translation units (x86 only). The
+/// selection table lists higher tiers first, so their kernels win where usable.
+std::vector<const FastKernel*> avx512vnni_mul_mat_kernels();  ///< mul_mat_avx512vnni.cpp (MUL_MAT, MUL_MAT_ID)
+std::vector<const FastKernel*> avx512_float_mul_mat_kernels();  ///< mul_mat_float_avx512.cpp
 std::vector<const FastKernel*> avx2_mul_mat_kernels();  ///< mul_mat_avx2.cpp (MUL_MAT, MUL_MAT_ID)
 std::vector<const FastKernel*> avx2_row_kernels();  ///< rows_avx2.cpp
 std::vector<const FastKernel*> avx2_activation_kernels();  ///< activations_avx2.cpp

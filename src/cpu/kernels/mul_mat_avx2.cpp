@@ -1,8 +1,9 @@
-// MUL_MAT and MUL_MAT_ID of quantized weights with F32 activations, AVX2 (compiled with -mavx2
-// -mfma -mf16c; selected only when the usable CPU features include AVX2, FMA and F16C).
-// Activations are quantized to the type the weight pairs with (Q8_0, or Q8_1 for types with a
-// min); tiles are 4 activation rows x 2 weight rows (GEMM) or 1 x 4 (GEMV). The driver is
-// mul_mat_driver.hpp, the tile and block decoders quant_tile_avx2.hpp.
+// MUL_MAT and MUL_MAT_ID of quantized weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4) with
+// F32 activations, AVX2 (compiled with -mavx2 -mfma -mf16c; selected only when the usable CPU
+// features include AVX2, FMA and F16C). Activations are quantized to the type the weight pairs
+// with (Q8_0, or Q8_1 for the types with a min: Q4_1, Q5_1); tiles are 4 activation rows x 2
+// weight rows (GEMM) or 1 x 4 (GEMV). The driver is mul_mat_driver.hpp, the tile
+// quant_tile_avx2.hpp, the block decoders quant_decode_avx2.hpp.
 #include "cpu/kernels/quant_tile_avx2.hpp"
 
 namespace tessel::cpu {
@@ -34,9 +35,30 @@ struct Q4_1K : Avx2Kernel<avx2::DecQ4_1, block_q8_1, DType::Q4_1, DType::Q8_1> {
     static constexpr const char* kGemvName = "q4_1_q8_1_gemv_1x4_avx2";
 };
 
-constexpr FastKernel kMulMat[] = {mm::mul_mat_kernel<Q8_0K>(), mm::mul_mat_kernel<Q4_0K>(), mm::mul_mat_kernel<Q4_1K>()};
+struct Q5_0K : Avx2Kernel<avx2::DecQ5_0, block_q8_0, DType::Q5_0, DType::Q8_0> {
+    static constexpr const char* kGemmName = "q5_0_q8_0_gemm_4x2_avx2";
+    static constexpr const char* kGemvName = "q5_0_q8_0_gemv_1x4_avx2";
+};
+struct Q5_1K : Avx2Kernel<avx2::DecQ5_1, block_q8_1, DType::Q5_1, DType::Q8_1> {
+    static constexpr const char* kGemmName = "q5_1_q8_1_gemm_4x2_avx2";
+    static constexpr const char* kGemvName = "q5_1_q8_1_gemv_1x4_avx2";
+};
+struct IQ4_NLK : Avx2Kernel<avx2::DecIQ4_NL, block_q8_0, DType::IQ4_NL, DType::Q8_0> {
+    static constexpr const char* kGemmName = "iq4_nl_q8_0_gemm_4x2_avx2";
+    static constexpr const char* kGemvName = "iq4_nl_q8_0_gemv_1x4_avx2";
+};
+struct MXFP4K : Avx2Kernel<avx2::DecMXFP4, block_q8_0, DType::MXFP4, DType::Q8_0> {
+    static constexpr const char* kGemmName = "mxfp4_q8_0_gemm_4x2_avx2";
+    static constexpr const char* kGemvName = "mxfp4_q8_0_gemv_1x4_avx2";
+};
+
+constexpr FastKernel kMulMat[] = {mm::mul_mat_kernel<Q8_0K>(),  mm::mul_mat_kernel<Q4_0K>(),   mm::mul_mat_kernel<Q4_1K>(),
+                                  mm::mul_mat_kernel<Q5_0K>(),  mm::mul_mat_kernel<Q5_1K>(),   mm::mul_mat_kernel<IQ4_NLK>(),
+                                  mm::mul_mat_kernel<MXFP4K>()};
 constexpr FastKernel kMulMatId[] = {mm::mul_mat_id_kernel<Q8_0K>(), mm::mul_mat_id_kernel<Q4_0K>(),
-                                    mm::mul_mat_id_kernel<Q4_1K>()};
+                                    mm::mul_mat_id_kernel<Q4_1K>(), mm::mul_mat_id_kernel<Q5_0K>(),
+                                    mm::mul_mat_id_kernel<Q5_1K>(), mm::mul_mat_id_kernel<IQ4_NLK>(),
+                                    mm::mul_mat_id_kernel<MXFP4K>()};
 
 }  // namespace
 

@@ -1,4 +1,4 @@
-// MUL_MAT of F16 or F32 weights with F32 activations, AVX2 (compiled with -mavx2 -mfma -mf16c;
+// MUL_MAT of F16, BF16 or F32 weights with F32 activations, AVX2 (compiled with -mavx2 -mfma -mf16c;
 // selected only when the usable CPU features include AVX2, FMA and F16C). Serves the attention
 // products too (K and V caches read through permuted views): weight and activation rows must be
 // contiguous (nb[0] = element size), other strides are free, and the weight's batch dims are
@@ -6,6 +6,8 @@
 // Each output is one dot product of float lanes with FMA, summed across lanes at the end; work
 // items (weight row × batch) are handed out in chunks from the pool's chunk counter.
 #include <immintrin.h>
+
+#include <cstring>
 
 #include "cpu/kernels/kernel.hpp"
 #include "cpu/kernels/vec_math_avx2.hpp"
@@ -19,6 +21,22 @@ __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
 __m256 load8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
 float load1(const float* p) { return *p; }
 float load1(const uint16_t* p) { return _cvtsh_ss(*p); }
+
+/// A BF16 weight element (raw bits), distinct from F16's uint16_t. BF16 -> F32 is exact: the
+/// bits become the float's upper half.
+struct Bf16 {
+    uint16_t bits;
+};
+__m256 load8(const Bf16* p) {
+    const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+}
+float load1(const Bf16* p) {
+    const uint32_t bits = static_cast<uint32_t>(p->bits) << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+}
 
 template <class W>
 float dot(const W* w, const float* x, int64_t K) {
@@ -68,10 +86,11 @@ void run(Tensor& dst, ThreadContext& ctx, void*) {
 }
 
 const FastKernel kF16 = {"f16_f32_gemm_1x1_avx2", has_avx2_tier, supports<uint16_t, DType::F16>, no_work, run<uint16_t>};
+const FastKernel kBf16 = {"bf16_f32_gemm_1x1_avx2", has_avx2_tier, supports<Bf16, DType::BF16>, no_work, run<Bf16>};
 const FastKernel kF32 = {"f32_f32_gemm_1x1_avx2", has_avx2_tier, supports<float, DType::F32>, no_work, run<float>};
 
 }  // namespace
 
-std::vector<const FastKernel*> avx2_float_mul_mat_kernels() { return {&kF16, &kF32}; }
+std::vector<const FastKernel*> avx2_float_mul_mat_kernels() { return {&kF16, &kBf16, &kF32}; }
 
 }  // namespace tessel::cpu

@@ -1,6 +1,7 @@
-// AVX2 tiles of the quantized matrix products (include only from translation units built with
-// -mavx2 -mfma -mf16c): block decoders per weight type, and one tile template that the
-// MUL_MAT/MUL_MAT_ID driver (mul_mat_driver.hpp) expands per micro-kernel.
+// The AVX2 tile of the quantized matrix products (include only from translation units built
+// with -mavx2 -mfma -mf16c): one template that the MUL_MAT/MUL_MAT_ID driver
+// (mul_mat_driver.hpp) expands per micro-kernel, over the block decoders of
+// quant_decode_avx2.hpp (unnamed namespace, as there: no ISA code shared between units).
 //
 // A block of 32 weights pairs with one 32-element activation block (Q8_0, or Q8_1 whose stored
 // s = d·Σq carries a weight type's min term). Per (activation row i, weight row j) and block:
@@ -13,11 +14,11 @@
 
 #include <immintrin.h>
 
-#include "core/fp16.hpp"
 #include "cpu/kernels/mul_mat_driver.hpp"
-#include "quant/blocks.hpp"
+#include "cpu/kernels/quant_decode_avx2.hpp"
 
 namespace tessel::cpu::avx2 {
+namespace {
 
 inline float hsum(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -25,43 +26,6 @@ inline float hsum(__m256 v) {
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
 }
-
-/// The 32 nibbles of a 16-byte array in element order (low nibbles = elements 0..15).
-inline __m256i unpack_nibbles(const uint8_t* qs) {
-    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-    const __m128i lo = _mm_and_si128(packed, _mm_set1_epi8(0x0f));
-    const __m128i hi = _mm_and_si128(_mm_srli_epi16(packed, 4), _mm_set1_epi8(0x0f));
-    return _mm256_set_m128i(hi, lo);
-}
-
-inline __m256i load_bytes(const int8_t* qs) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs)); }
-
-// ---- weight block decoders: quants(b) as 32 bytes in element order, scale(b), min(b) --------
-// kSigned: quants are signed (-128..127 with no -128 from the quantizers); else 0..127.
-
-struct DecQ8_0 {
-    using Block = quant::block_q8_0;
-    static constexpr bool kSigned = true, kMin = false;
-    static __m256i quants(const Block& b) { return load_bytes(b.qs); }
-    static float scale(const Block& b) { return fp16_to_fp32(b.d); }
-    static float min(const Block&) { return 0.0f; }
-};
-
-struct DecQ4_0 {
-    using Block = quant::block_q4_0;
-    static constexpr bool kSigned = true, kMin = false;
-    static __m256i quants(const Block& b) { return _mm256_sub_epi8(unpack_nibbles(b.qs), _mm256_set1_epi8(8)); }
-    static float scale(const Block& b) { return fp16_to_fp32(b.d); }
-    static float min(const Block&) { return 0.0f; }
-};
-
-struct DecQ4_1 {
-    using Block = quant::block_q4_1;
-    static constexpr bool kSigned = false, kMin = true;
-    static __m256i quants(const Block& b) { return unpack_nibbles(b.qs); }
-    static float scale(const Block& b) { return fp16_to_fp32(b.d); }
-    static float min(const Block& b) { return fp16_to_fp32(b.m); }
-};
 
 // ---- the tile -----------------------------------------------------------------------------------
 
@@ -86,12 +50,12 @@ void quant_tile(const uint8_t* w, size_t w_stride, const mm::TileRows<MR>& rows,
         for (int i = 0; i < MR; ++i) {
             const X& xb = reinterpret_cast<const X*>(rows.x[i])[b];
             const __m256i xq = load_bytes(xb.qs);
-            const float xd = fp16_to_fp32(xb.d);
+            const float xd = half_to_float(xb.d);
             for (int j = 0; j < NR; ++j) {
                 const __m256i xs = W::kSigned ? _mm256_sign_epi8(xq, wq[j]) : xq;
                 const __m256i dot = _mm256_madd_epi16(_mm256_maddubs_epi16(wu[j], xs), ones);
                 acc[i][j] = _mm256_fmadd_ps(_mm256_set1_ps(wd[j] * xd), _mm256_cvtepi32_ps(dot), acc[i][j]);
-                if constexpr (W::kMin) mins[i][j] += wm[j] * fp16_to_fp32(xb.s);
+                if constexpr (W::kMin) mins[i][j] += wm[j] * half_to_float(xb.s);
             }
         }
     }
@@ -99,4 +63,5 @@ void quant_tile(const uint8_t* w, size_t w_stride, const mm::TileRows<MR>& rows,
         for (int j = 0; j < NR; ++j) rows.out[i][j] = hsum(acc[i][j]) + mins[i][j];
 }
 
+}  // namespace
 }  // namespace tessel::cpu::avx2
