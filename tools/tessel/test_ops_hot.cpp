@@ -19,8 +19,8 @@ bool plain_weight(const Tensor& w, std::initializer_list<DType> types) {
 
 /// Quantized weight types with fast matrix-product kernels (K-quants need K % 256 == 0).
 bool quant_weight(const Tensor& w) {
-    return plain_weight(w, {DType::Q4_0, DType::Q4_1, DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K,
-                            DType::Q6_K, DType::IQ4_XS});
+    return plain_weight(w, {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::IQ4_NL, DType::MXFP4,
+                            DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_XS});
 }
 
 }  // namespace
@@ -29,7 +29,7 @@ bool must_be_fast(const Tensor& out) {
     const Tensor* a = out.src[0];
     switch (out.op) {
         case Op::MUL_MAT:
-            return f32_rows(out.src[1]) && f32_rows(&out) && (quant_weight(*a) || plain_weight(*a, {DType::F16, DType::F32}));
+            return f32_rows(out.src[1]) && f32_rows(&out) && (quant_weight(*a) || plain_weight(*a, {DType::F16, DType::BF16, DType::F32}));
         case Op::MUL_MAT_ID:
             return f32_rows(out.src[1]) && f32_rows(&out) && quant_weight(*a);
         case Op::RMS_NORM:
