@@ -10,6 +10,14 @@ namespace {
 
 constexpr int64_t kDefaultMaxCtx = 4096;
 
+DType cache_type(const std::string& name, const char* which) {
+    const auto t = dtype_from_name(name);
+    if (!t || (*t != DType::F16 && *t != DType::F32 && *t != DType::Q8_0))
+        throw Error(ErrorCode::InvalidArgument, std::string("KV cache type '") + name + "' for " + which +
+                                                    " is not supported (use f16, f32 or q8_0)");
+    return *t;
+}
+
 void write_input(Tensor* t, const void* data, size_t bytes) { t->buffer->set_tensor(*t, data, 0, bytes); }
 
 }  // namespace
@@ -21,10 +29,10 @@ Context::Context(std::shared_ptr<const model::Model> model, const ContextParams&
     if (params_.n_ubatch < 1) throw Error(ErrorCode::InvalidArgument, "ubatch size must be >= 1 token");
     const int64_t n_ctx = params_.n_ctx ? params_.n_ctx : std::min(hp.n_ctx_train, kDefaultMaxCtx);
     flash_attn_ = params_.flash_attn != FlashAttn::Off;
-    if (!flash_attn_ && dtype_info(params_.type_v).quantized)
-        throw Error(ErrorCode::InvalidArgument, std::string("a ") + dtype_name(params_.type_v) +
-                                                    " V cache needs flash attention (-fa on)");
-    kv_ = std::make_unique<model::KvCache>(hp, n_ctx, params_.type_k, params_.type_v, model_->device());
+    const DType type_k = cache_type(params_.type_k, "K"), type_v = cache_type(params_.type_v, "V");
+    if (!flash_attn_ && dtype_info(type_v).quantized)
+        throw Error(ErrorCode::InvalidArgument, std::string("a ") + dtype_name(type_v) + " V cache needs flash attention (-fa on)");
+    kv_ = std::make_unique<model::KvCache>(hp, n_ctx, type_k, type_v, model_->device());
     BackendParams bp;
     bp.n_threads = params_.n_threads;
     backend_ = model_->device().init_backend(bp);

@@ -17,27 +17,13 @@
 #include "model/kv_cache.hpp"
 #include "model/llama.hpp"
 #include "model/model.hpp"
+#include "tessel/engine.hpp"
 
 namespace tessel::runtime {
 
-enum class FlashAttn { Off, On, Auto };
-
-struct ContextParams {
-    int64_t n_ctx = 0;      ///< KV cells (tokens); 0: the model's training context capped at 4096
-    int64_t n_ubatch = 512; ///< tokens per forward graph
-    int n_threads = 0;      ///< CPU threads; 0: the device default
-    FlashAttn flash_attn = FlashAttn::Auto;  ///< Auto: FLASH_ATTN_EXT (the faster one on the CPU)
-    DType type_k = DType::F16;  ///< KV cache types: F16, F32 or Q8_0 (a Q8_0 V needs flash attention)
-    DType type_v = DType::F16;
-};
-
-/// One entry of a batch.
-struct BatchToken {
-    int32_t token = 0;
-    int32_t pos = 0;      ///< position in its sequence
-    int32_t seq = 0;      ///< sequence id, 0 .. KvCache::kMaxSeq-1
-    bool logits = false;  ///< keep this entry's logits
-};
+using tessel::BatchToken;
+using tessel::ContextParams;
+using tessel::FlashAttn;
 
 class Context {
 public:

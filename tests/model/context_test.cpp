@@ -133,7 +133,7 @@ TEST(Context, Q8_0CacheIsCloseToF16) {
     auto m = tiny();
     const auto tokens = prompt(33);
     ContextParams q = params();
-    q.type_k = q.type_v = DType::Q8_0;
+    q.type_k = q.type_v = "q8_0";
     Context f16(m, params()), q8(m, q);
     const auto a = run(f16, tokens), b = run(q8, tokens);
     for (size_t i = 0; i < a.size(); ++i) EXPECT_LT(nmse(a[i], b[i]), 3e-3) << "token " << i;  // Q8_0 rounding (~4e-3 relative per value), amplified by 2 random blocks
