@@ -1,0 +1,57 @@
+#include "sample/candidates.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "tessel/errors.hpp"
+
+namespace tessel::sample {
+
+void CandidateList::assign(std::span<const float> logits) {
+    items.resize(logits.size());
+    bool any_finite = false;
+    for (size_t i = 0; i < logits.size(); ++i) {
+        const float l = logits[i];
+        if (std::isnan(l) || l == std::numeric_limits<float>::infinity())
+            throw Error(ErrorCode::InvalidArgument,
+                        std::string("sampler: logit of token ") + std::to_string(i) + " is " +
+                            (std::isnan(l) ? "NaN" : "+inf"));
+        any_finite = any_finite || std::isfinite(l);
+        items[i] = Candidate{static_cast<int32_t>(i), l};
+    }
+    if (!any_finite)
+        throw Error(ErrorCode::InvalidArgument, "sampler: every logit is -inf (no token can be sampled)");
+    sorted = false;
+}
+
+void CandidateList::sort() {
+    if (sorted) return;
+    std::sort(items.begin(), items.end(), candidate_before);
+    sorted = true;
+}
+
+size_t argmax(const CandidateList& list) {
+    size_t best = 0;
+    for (size_t i = 1; i < list.items.size(); ++i)
+        if (list.items[i].logit > list.items[best].logit) best = i;
+    return best;
+}
+
+double softmax_weights(const CandidateList& list, std::vector<double>& weights) {
+    const double max_logit = list.items[argmax(list)].logit;
+    weights.resize(list.items.size());
+    double total = 0.0;
+    for (size_t i = 0; i < list.items.size(); ++i) {
+        weights[i] = std::exp(static_cast<double>(list.items[i].logit) - max_logit);
+        total += weights[i];
+    }
+    return total;
+}
+
+void apply_temperature(CandidateList& list, float temp) {
+    for (Candidate& c : list.items) c.logit /= temp;
+}
+
+}  // namespace tessel::sample
