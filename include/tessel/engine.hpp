@@ -25,7 +25,7 @@
 namespace tessel {
 
 namespace model { class Model; }
-namespace vocab { class Vocab; }
+namespace vocab { class Tokenizer; }
 namespace runtime { class Context; }
 
 /// Facts about a loaded model.
@@ -64,13 +64,13 @@ public:
 
     // internal
     const model::Model& impl() const { return *impl_; }
-    const vocab::Vocab& vocab() const { return *vocab_; }
+    const vocab::Tokenizer& tokenizer() const { return *tok_; }
     std::shared_ptr<const model::Model> impl_ptr() const { return impl_; }
 
 private:
     Model() = default;
     std::shared_ptr<const model::Model> impl_;
-    std::unique_ptr<vocab::Vocab> vocab_;
+    std::unique_ptr<vocab::Tokenizer> tok_;
     ModelInfo info_;
 };
 

@@ -13,4 +13,10 @@ void add_info_command(CLI::App& app);
 /// [--threads LIST]`: backend conformance against the reference kernels (docs/test-ops.md).
 void add_test_ops_command(CLI::App& app);
 
+/// `tessel run [-m FILE] (-p PROMPT | -f FILE) [-n N] [--chat] ...` and `tessel chat [-m FILE] ...`.
+void add_run_commands(CLI::App& app);
+
+/// `tessel perplexity [-m FILE] -f TEXT [-c 512] [-b N]`.
+void add_perplexity_command(CLI::App& app);
+
 }  // namespace tessel::cli
