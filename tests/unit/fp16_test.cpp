@@ -1,10 +1,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
 #include "core/fp16.hpp"
+#include "quant/quant.hpp"
 
 using namespace tessel;
 
@@ -115,3 +117,26 @@ TEST(Bf16, RoundToNearestEvenAndSpecials) {
         }
     }
 }
+
+namespace tessel {
+namespace {
+
+// Rows of 16-bit floats at odd addresses (views at odd byte offsets) convert like aligned ones.
+TEST(Fp16, MisalignedRowsConvertLikeAlignedOnes) {
+    for (DType t : {DType::F16, DType::BF16}) {
+        const int64_t n = 300;  // more than one internal chunk
+        std::vector<float> src(n), back(n), want(n);
+        for (int64_t i = 0; i < n; ++i) src[i] = std::sin(0.37f * static_cast<float>(i)) * 100.0f;
+        std::vector<uint8_t> aligned(2 * n), odd(2 * n + 1);
+        quant::quantize_row(t, src.data(), aligned.data(), n);
+        quant::quantize_row(t, src.data(), odd.data() + 1, n);
+        EXPECT_EQ(0, std::memcmp(aligned.data(), odd.data() + 1, 2 * n)) << dtype_name(t);
+        quant::dequantize_row(t, aligned.data(), want.data(), n);
+        quant::dequantize_row(t, odd.data() + 1, back.data(), n);
+        EXPECT_EQ(0, std::memcmp(want.data(), back.data(), sizeof(float) * n)) << dtype_name(t);
+        EXPECT_NEAR(back[7], src[7], std::fabs(src[7]) * 1e-2);
+    }
+}
+
+}  // namespace
+}  // namespace tessel

@@ -180,12 +180,21 @@ void add_data_cases(std::vector<Case>& out) {
     out.push_back(copy_case(Op::CPY, DType::F32, DType::F32, [](Maker& m) {
         return build::cpy(m.g(), m.input_p(DType::F32, {8, 6, 5}), m.input(DType::F32, {48, 5}));
     }, true));
+    out.push_back(copy_case(Op::CPY, DType::F32, DType::F16, [](Maker& m) {  // rows shorter than the source's
+        return build::cpy(m.g(), m.input_t(DType::F32, {12, 5}), m.input(DType::F16, {4, 15}));
+    }, false));
     out.push_back(copy_case(Op::CPY, DType::F16, DType::F32, [](Maker& m) {
         return build::cast(m.g(), m.input_t(DType::F16, {7, 17}), DType::F32);
     }, false));
     out.push_back(copy_case(Op::CPY, DType::F32, DType::Q8_0, [](Maker& m) {
         return build::cast(m.g(), m.input_p(DType::F32, {64, 3, 5}), DType::Q8_0);
     }, true));
+    out.push_back(copy_case(Op::CPY, DType::F32, DType::Q8_0, [](Maker& m) {  // strided source rows
+        return build::cast(m.g(), m.input_t(DType::F32, {64, 7}), DType::Q8_0);
+    }, false));
+    out.push_back(copy_case(Op::CPY, DType::F32, DType::BF16, [](Maker& m) {
+        return build::cast(m.g(), m.input_t(DType::F32, {19, 6}), DType::BF16);
+    }, false));
 
     // CONT / DUP
     for (DType t : {DType::F32, DType::F16}) {

@@ -56,6 +56,9 @@ void add_matmul_cases(std::vector<Case>& out) {
         out.push_back(make(Op::MUL_MAT, "bcast", [t, ks](Maker& m) {
             return build::mul_mat(m.g(), m.weight(t, {ks, 12, 2, 1}), m.input(DType::F32, {ks, 5, 6, 2}));
         }, common, kMatNmse));
+        out.push_back(make(Op::MUL_MAT, "bcast M=9", [t, ks](Maker& m) {  // a full GEMM tile per batch
+            return build::mul_mat(m.g(), m.weight(t, {ks, 11, 2, 1}), m.input(DType::F32, {ks, 9, 4, 2}));
+        }, false, kMatNmse));
         out.push_back(make(Op::MUL_MAT, "x-noncontig", [t, ks](Maker& m) {
             return build::mul_mat(m.g(), m.weight(t, {ks, 9}), m.input_t(DType::F32, {ks, 5}));
         }, false, kMatNmse));
@@ -93,6 +96,10 @@ void add_matmul_cases(std::vector<Case>& out) {
             return build::mul_mat_id(m.g(), m.weight(t, {ks, 9, 8}), m.input(DType::F32, {ks, 1, 7}),
                                      m.ids(DType::I32, {4, 7}, 8, true));
         }, common, kMatNmse));
+        out.push_back(make(Op::MUL_MAT_ID, "many tokens", [t, ks](Maker& m) {  // ~12 rows per expert: GEMM tiles
+            return build::mul_mat_id(m.g(), m.weight(t, {ks, 19, 4}), m.input(DType::F32, {ks, 2, 24}),
+                                     m.ids(DType::I32, {2, 24}, 4, true));
+        }, false, kMatNmse));
     }
     out.push_back(make(Op::MUL_MAT_ID, "invalid ids", [](Maker& m) {
         return build::mul_mat_id(m.g(), m.weight(DType::F32, {64, 9, 4}), m.input(DType::F32, {64, 2, 6}),
@@ -180,47 +187,73 @@ void add_attention_cases(std::vector<Case>& out) {
             }, K == 37));
         }
     }
+    // ALiBi over a head count that is not a power of two (the interleaved slopes), with a mask
+    // broadcast over heads and batches and sinks
+    out.push_back(make(Op::SOFT_MAX, "alibi H=6 sinks", [](Maker& m) {
+        Tensor* x = m.input(DType::F32, {45, 3, 6, 2}, -4.0f, 4.0f);
+        return build::soft_max(m.g(), x, 0.5f, m.mask(DType::F32, {45, 4, 3, 1}, 0.2f), 4.0f,
+                               m.input(DType::F32, {6}, -2.0f, 2.0f));
+    }, true));
     out.push_back(make(Op::SOFT_MAX, "wide logits", [](Maker& m) {  // exp arguments down to -120
         return build::soft_max(m.g(), m.input(DType::F32, {300, 3, 2, 1}, -60.0f, 60.0f), 1.0f, nullptr, 0.0f, nullptr);
     }, true));
 
-    // FLASH_ATTN_EXT: q [D, T, H, B], k [D, KV, H_kv, B], v [Dv, KV, H_kv, B], mask [KV, T', 1, 1]
+    // FLASH_ATTN_EXT: q [D, T, H, B], k [D, KV, H_kv, B], v [Dv, KV, H_kv, B] (v of type vt),
+    // mask [KV, T + 3, M2, M3] of type mask (I8: none)
     struct FaVariant {
         const char* name;
-        DType kv;
-        int64_t D, Dv, T, H, H_kv, KV, B;
-        bool mask, sinks, inf_row, q_permuted;
+        DType kv, vt, mask;
+        int64_t D, Dv, T, H, H_kv, KV, B, M2, M3;
+        bool sinks, inf_row, q_permuted;
         float max_bias, softcap;
         bool core;
     };
+    constexpr DType F16 = DType::F16, F32 = DType::F32, Q8 = DType::Q8_0, Q4 = DType::Q4_0, None = DType::I8;
     const FaVariant fa[] = {
-        {"decode", DType::F16, 64, 64, 1, 4, 4, 37, 1, true, false, false, false, 0.0f, 0.0f, true},
-        {"gqa", DType::F16, 64, 64, 7, 8, 2, 64, 1, true, false, false, false, 0.0f, 0.0f, true},
-        {"f32 kv", DType::F32, 40, 40, 5, 4, 1, 33, 2, true, false, false, false, 0.0f, 0.0f, true},
-        {"q8_0 kv", DType::Q8_0, 64, 64, 3, 4, 2, 48, 1, true, false, false, false, 0.0f, 0.0f, true},
-        {"q4_0 kv", DType::Q4_0, 64, 64, 2, 2, 1, 40, 1, true, false, false, false, 0.0f, 0.0f, false},
-        {"Dv!=D", DType::F16, 64, 32, 4, 4, 2, 29, 1, true, false, false, false, 0.0f, 0.0f, true},
-        {"no mask", DType::F16, 32, 32, 3, 2, 2, 19, 1, false, false, false, false, 0.0f, 0.0f, false},
-        {"sinks", DType::F16, 64, 64, 4, 4, 2, 37, 1, true, true, false, false, 0.0f, 0.0f, true},
-        {"softcap", DType::F16, 64, 64, 3, 4, 4, 37, 1, true, false, false, false, 0.0f, 30.0f, false},
-        {"alibi", DType::F32, 32, 32, 3, 8, 8, 21, 1, true, false, false, false, 8.0f, 0.0f, false},
-        {"all -inf row", DType::F16, 64, 64, 5, 4, 2, 37, 1, true, false, true, false, 0.0f, 0.0f, true},
-        {"q permuted", DType::F16, 64, 64, 6, 4, 2, 37, 1, true, false, false, true, 0.0f, 0.0f, false},
-        {"large", DType::F16, 128, 128, 19, 8, 2, 300, 1, true, true, false, false, 0.0f, 0.0f, false},
-        {"large decode", DType::Q8_0, 128, 128, 1, 8, 2, 513, 2, true, false, false, false, 0.0f, 0.0f, false},
+        {"decode", F16, F16, F16, 64, 64, 1, 4, 4, 37, 1, 1, 1, false, false, false, 0.0f, 0.0f, true},
+        {"gqa", F16, F16, F16, 64, 64, 7, 8, 2, 64, 1, 1, 1, false, false, false, 0.0f, 0.0f, true},
+        {"f32 kv", F32, F32, F16, 40, 40, 5, 4, 1, 33, 2, 1, 1, false, false, false, 0.0f, 0.0f, true},
+        {"q8_0 kv", Q8, Q8, F16, 64, 64, 3, 4, 2, 48, 1, 1, 1, false, false, false, 0.0f, 0.0f, true},
+        {"q4_0 kv", Q4, Q4, F16, 64, 64, 2, 2, 1, 40, 1, 1, 1, false, false, false, 0.0f, 0.0f, false},
+        {"k f16 v q8_0", F16, Q8, F16, 64, 64, 2, 4, 2, 45, 1, 1, 1, false, false, false, 0.0f, 0.0f, false},
+        {"Dv!=D", F16, F16, F16, 64, 32, 4, 4, 2, 29, 1, 1, 1, false, false, false, 0.0f, 0.0f, true},
+        {"odd D", F16, F16, F32, 36, 20, 4, 4, 2, 27, 1, 2, 1, false, false, false, 0.0f, 0.0f, false},
+        {"no mask", F16, F16, None, 32, 32, 3, 2, 2, 19, 1, 1, 1, false, false, false, 0.0f, 0.0f, false},
+        {"mask bcast", F16, F16, F32, 64, 64, 3, 6, 2, 45, 2, 3, 2, false, false, false, 0.0f, 0.0f, true},
+        {"sinks", F16, F16, F16, 64, 64, 4, 4, 2, 37, 1, 1, 1, true, false, false, 0.0f, 0.0f, true},
+        {"softcap", F16, F16, F16, 64, 64, 3, 4, 4, 37, 1, 1, 1, false, false, false, 0.0f, 30.0f, false},
+        {"alibi", F32, F32, F16, 32, 32, 3, 8, 8, 21, 1, 1, 1, false, false, false, 8.0f, 0.0f, false},
+        {"alibi H=6 sinks", F16, F16, F16, 64, 64, 2, 6, 3, 50, 1, 6, 1, true, false, false, 4.0f, 0.0f, false},
+        {"all -inf row", F16, F16, F16, 64, 64, 5, 4, 2, 37, 1, 1, 1, false, true, false, 0.0f, 0.0f, true},
+        {"all -inf row sinks", F16, F16, F16, 64, 64, 5, 4, 2, 37, 1, 1, 1, true, true, false, 0.0f, 0.0f, false},
+        {"q permuted", F16, F16, F16, 64, 64, 6, 4, 2, 37, 1, 1, 1, false, false, true, 0.0f, 0.0f, false},
+        {"T=16 gqa", Q8, Q8, F16, 64, 64, 16, 9, 3, 70, 1, 1, 1, false, false, false, 0.0f, 0.0f, false},
+        {"T=32", F16, F16, F16, 128, 128, 32, 4, 2, 131, 1, 1, 1, false, false, false, 0.0f, 0.0f, false},
+        {"large", F16, F16, F16, 128, 128, 19, 8, 2, 300, 1, 1, 1, true, false, false, 0.0f, 0.0f, false},
+        {"large decode", Q8, Q8, F16, 128, 128, 1, 8, 2, 513, 2, 1, 1, false, false, false, 0.0f, 0.0f, false},
     };
     for (const FaVariant& v : fa) {
         out.push_back(make(Op::FLASH_ATTN_EXT, v.name, [v](Maker& m) {
             Tensor* q = v.q_permuted ? m.input_p(DType::F32, {v.D, v.T, v.H, v.B}) : m.input(DType::F32, {v.D, v.T, v.H, v.B});
             Tensor* k = m.input(v.kv, {v.D, v.KV, v.H_kv, v.B});
-            Tensor* val = m.input(v.kv, {v.Dv, v.KV, v.H_kv, v.B});
-            Tensor* mask = v.mask ? m.mask(DType::F16, {v.KV, v.T + 3, 1, 1}, 0.2f,
-                                           v.inf_row ? std::vector<int64_t>{v.T - 1} : std::vector<int64_t>{})
-                                  : nullptr;
+            Tensor* val = m.input(v.vt, {v.Dv, v.KV, v.H_kv, v.B});
+            Tensor* mask = v.mask != DType::I8 ? m.mask(v.mask, {v.KV, v.T + 3, v.M2, v.M3}, 0.2f,
+                                                       v.inf_row ? std::vector<int64_t>{v.T - 1} : std::vector<int64_t>{})
+                                               : nullptr;
             Tensor* sinks = v.sinks ? m.input(DType::F32, {v.H}, -2.0f, 2.0f) : nullptr;
             const float scale = 1.0f / std::sqrt(static_cast<float>(v.D));
             return build::flash_attn_ext(m.g(), q, k, val, mask, scale, v.max_bias, v.softcap, sinks);
         }, v.core, kMatNmse));
+    }
+    // scores with a spread of several units (peaked softmax, the running maximum moves), plain
+    // and soft-capped into tanh's saturation
+    for (float softcap : {0.0f, 5.0f}) {
+        out.push_back(make(Op::FLASH_ATTN_EXT, softcap == 0.0f ? "wide logits" : "wide logits softcap", [softcap](Maker& m) {
+            Tensor* q = m.input(DType::F32, {64, 4, 4}, -8.0f, 8.0f);
+            Tensor* mask = m.mask(DType::F16, {100, 4, 1, 1}, 0.2f);
+            return build::flash_attn_ext(m.g(), q, m.input(DType::Q8_0, {64, 100, 2}), m.input(DType::F16, {64, 100, 2}),
+                                         mask, 0.125f, 0.0f, softcap);
+        }, false, kMatNmse));
     }
 }
 
@@ -246,8 +279,25 @@ std::vector<Case> perf_cases() {
                                          0.088f);
         }, true, kMatNmse));
     }
+    // SmolLM2-135M attention: D = 64, 9 query heads over 3 K/V heads, 512 cached tokens
+    for (DType kv : {DType::F16, DType::Q8_0}) {
+        for (int64_t T : {1, 128}) {
+            const std::string name = std::string(T == 1 ? "decode" : "T=128") + " D=64 gqa";
+            out.push_back(make(Op::FLASH_ATTN_EXT, name, [kv, T](Maker& m) {
+                return build::flash_attn_ext(m.g(), m.input(DType::F32, {64, T, 9}), m.input(kv, {64, 512, 3}),
+                                             m.input(kv, {64, 512, 3}), m.mask(DType::F16, {512, T, 1, 1}, 0.0f), 0.125f);
+            }, true, kMatNmse));
+        }
+    }
     out.push_back(make(Op::GET_ROWS, "", [](Maker& m) {
         return build::get_rows(m.g(), m.weight(DType::Q4_0, {4096, 1000}), m.ids(DType::I32, {32}, 1000));
+    }, true));
+    out.push_back(make(Op::GET_ROWS, "", [](Maker& m) {  // a token-embedding lookup
+        return build::get_rows(m.g(), m.weight(DType::Q4_1, {576, 49152}), m.ids(DType::I32, {32}, 49152));
+    }, true));
+    out.push_back(make(Op::SET_ROWS, "", [](Maker& m) {  // a KV-cache write: 32 tokens of 3 heads of 64
+        Tensor* cache = m.input(DType::F16, {64 * 3, 1024});
+        return build::set_rows(m.g(), cache, m.input(DType::F32, {64 * 3, 32}), m.ids(DType::I64, {32}, 1024, true));
     }, true));
     out.push_back(make(Op::ADD, "", [](Maker& m) {
         return build::add(m.g(), m.input(DType::F32, {4096, 64}), m.input(DType::F32, {4096, 64}));
@@ -267,8 +317,18 @@ std::vector<Case> perf_cases() {
         p.mode = kRopeModeNeox;
         return build::rope(m.g(), m.input(DType::F32, {128, 32, 16}), m.positions(16), p);
     }, true));
+    for (DType t : {DType::F32, DType::F16}) {  // NORM over SmolLM2-135M query heads, one 128-token batch
+        out.push_back(make(Op::ROPE, "NORM", [t](Maker& m) {
+            build::RopeParams p;
+            p.n_dims = 64;
+            return build::rope(m.g(), m.input(t, {64, 9, 128}), m.positions(128), p);
+        }, true));
+    }
     out.push_back(make(Op::CPY, "", [](Maker& m) {
         return build::cpy(m.g(), m.input(DType::F32, {4096, 64}), m.input(DType::F16, {4096, 64}));
+    }, true));
+    out.push_back(make(Op::CPY, "", [](Maker& m) {
+        return build::cpy(m.g(), m.input(DType::F32, {4096, 512}), m.input(DType::F16, {4096, 512}));
     }, true));
     out.push_back(make(Op::ARGSORT, "desc", [](Maker& m) {
         return build::argsort(m.g(), m.input(DType::F32, {1024, 32}), build::SortOrder::Descending);

@@ -1,15 +1,19 @@
 // SOFT_MAX and SWIGLU on F32 rows, AVX2 (compiled with -mavx2 -mfma -mf16c; selected only when
 // the usable CPU features include AVX2, FMA and F16C). exp is vec_math_avx2.hpp's.
-// Rows are split into one contiguous range per thread, so results do not depend on the thread
-// count. Unsupported variants (sinks, ALiBi, GEGLU, SWIGLU_OAI, strided elements) run the
-// reference kernels.
+// SOFT_MAX takes every variant of the reference with F32 rows: scale, F32/F16 mask (broadcast
+// over heads and batches), ALiBi slopes (cpu/ref's alibi_slope, so both use the same slope) and
+// sinks. Rows are split into one contiguous range per thread, so results do not depend on the
+// thread count. Unsupported variants (GEGLU, SWIGLU_OAI, strided elements) run the reference
+// kernels.
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "cpu/kernels/kernel.hpp"
 #include "cpu/kernels/vec_math_avx2.hpp"
+#include "cpu/ref/attention.hpp"
 
 namespace tessel::cpu {
 namespace {
@@ -19,13 +23,14 @@ const uint8_t* row_at(const Tensor& t, int64_t i1, int64_t i2, int64_t i3) {
     return static_cast<const uint8_t*>(t.data) + i1 * t.nb[1] + i2 * t.nb[2] + i3 * t.nb[3];
 }
 
-// ---- SOFT_MAX: softmax(x·scale + mask) per row ---------------------------------------------
+// ---- SOFT_MAX: softmax(x·scale + slope·mask) per row, with an optional sink logit --------------
 
 bool softmax_supports(const Tensor& dst) {
     const Tensor* x = dst.src[0];
     const Tensor* mask = dst.src[1];
-    if (dst.op != Op::SOFT_MAX || dst.src[2] || dst.op_param_f32(1) != 0.0f) return false;  // no sinks, no ALiBi
-    if (!f32_rows(dst) || !f32_rows(*x) || x->ne != dst.ne) return false;
+    const Tensor* sinks = dst.src[2];
+    if (dst.op != Op::SOFT_MAX || !f32_rows(dst) || !f32_rows(*x) || x->ne != dst.ne) return false;
+    if (sinks && (sinks->type != DType::F32 || sinks->ne[0] != x->ne[2] || sinks->n_rows() != 1)) return false;
     if (!mask) return true;
     const bool mask_rows = (mask->type == DType::F32 && mask->nb[0] == 4) || (mask->type == DType::F16 && mask->nb[0] == 2);
     return mask_rows && mask->ne[0] == x->ne[0] && mask->ne[1] >= x->ne[1] && x->ne[2] % mask->ne[2] == 0 &&
@@ -45,9 +50,11 @@ float mask_at(const Tensor& mask, const uint8_t* row, int64_t i) {
 void softmax_run(Tensor& dst, ThreadContext& ctx, void*) {
     const Tensor& x = *dst.src[0];
     const Tensor* mask = dst.src[1];
-    const float scale = dst.op_param_f32(0);
+    const Tensor* sinks = dst.src[2];
+    const float scale = dst.op_param_f32(0), max_bias = dst.op_param_f32(1);
     const int64_t K = x.ne[0], M = x.ne[1], H = x.ne[2];
     const float neg_inf = -std::numeric_limits<float>::infinity();
+    const __m256 vneg_inf = _mm256_set1_ps(neg_inf);
     int64_t begin, end;
     thread_rows(x.n_rows(), ctx, begin, end);
     for (int64_t r = begin; r < end; ++r) {
@@ -55,20 +62,33 @@ void softmax_run(Tensor& dst, ThreadContext& ctx, void*) {
         const auto* in = reinterpret_cast<const float*>(row_at(x, i1, i2, i3));
         auto* out = reinterpret_cast<float*>(const_cast<uint8_t*>(row_at(dst, i1, i2, i3)));
         const uint8_t* mrow = mask ? row_at(*mask, i1, i2 % mask->ne[2], i3 % mask->ne[3]) : nullptr;
-        // z = x·scale + mask, kept in out; running max
-        __m256 vmax = _mm256_set1_ps(neg_inf);
+        const auto slope = static_cast<float>(ref::alibi_slope(i2, H, max_bias));
+        const __m256 vslope = _mm256_set1_ps(slope);
+        // z = x·scale + slope·mask (a -inf mask entry gives -inf whatever the slope), kept in
+        // out; running max
+        __m256 vmax = vneg_inf;
         int64_t i = 0;
         for (; i + 8 <= K; i += 8) {
             __m256 z = _mm256_mul_ps(_mm256_loadu_ps(in + i), _mm256_set1_ps(scale));
-            if (mrow) z = _mm256_add_ps(z, load_mask(*mask, mrow, i));
+            if (mrow) {
+                const __m256 m = load_mask(*mask, mrow, i);
+                z = _mm256_blendv_ps(_mm256_fmadd_ps(vslope, m, z), vneg_inf, _mm256_cmp_ps(m, vneg_inf, _CMP_EQ_OQ));
+            }
             _mm256_storeu_ps(out + i, z);
             vmax = _mm256_max_ps(vmax, z);
         }
         float max = avx2::hmax(vmax);
         for (; i < K; ++i) {
-            out[i] = in[i] * scale + (mrow ? mask_at(*mask, mrow, i) : 0.0f);
+            out[i] = in[i] * scale;
+            if (mrow) {
+                const float m = mask_at(*mask, mrow, i);
+                out[i] = m == neg_inf ? neg_inf : std::fma(slope, m, out[i]);
+            }
             max = std::max(max, out[i]);
         }
+        const float sink =
+            sinks ? *reinterpret_cast<const float*>(static_cast<const uint8_t*>(sinks->data) + i2 * sinks->nb[0]) : neg_inf;
+        max = std::max(max, sink);
         if (max == neg_inf) {  // every logit is -inf: zeros, as the reference
             std::fill(out, out + K, 0.0f);
             continue;
@@ -79,7 +99,7 @@ void softmax_run(Tensor& dst, ThreadContext& ctx, void*) {
             _mm256_storeu_ps(out + i, e);
             vsum = _mm256_add_ps(vsum, e);
         }
-        double sum = avx2::hsum_f64(vsum);
+        double sum = avx2::hsum_f64(vsum) + (sinks ? std::exp(static_cast<double>(sink) - max) : 0.0);
         for (; i < K; ++i) {
             alignas(32) float tmp[8] = {out[i] - max, 0, 0, 0, 0, 0, 0, 0};
             _mm256_store_ps(tmp, avx2::exp(_mm256_load_ps(tmp)));

@@ -8,9 +8,13 @@ const std::vector<const FastKernel*>& all_kernels() {
         std::vector<const FastKernel*> t;
 #if defined(__x86_64__)
         for (const FastKernel* k : avx2_mul_mat_kernels()) t.push_back(k);
+        for (const FastKernel* k : avx2_kquant_mul_mat_kernels()) t.push_back(k);
         for (const FastKernel* k : avx2_row_kernels()) t.push_back(k);
         for (const FastKernel* k : avx2_activation_kernels()) t.push_back(k);
         for (const FastKernel* k : avx2_float_mul_mat_kernels()) t.push_back(k);
+        for (const FastKernel* k : avx2_rope_kernels()) t.push_back(k);
+        for (const FastKernel* k : avx2_flash_attn_kernels()) t.push_back(k);
+        for (const FastKernel* k : avx2_data_kernels()) t.push_back(k);
 #endif
         return t;
     }();

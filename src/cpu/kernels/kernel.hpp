@@ -61,5 +61,10 @@ std::vector<const FastKernel*> avx2_mul_mat_kernels();  ///< mul_mat_avx2.cpp (M
 std::vector<const FastKernel*> avx2_row_kernels();  ///< rows_avx2.cpp
 std::vector<const FastKernel*> avx2_activation_kernels();  ///< activations_avx2.cpp
 std::vector<const FastKernel*> avx2_float_mul_mat_kernels();  ///< mul_mat_float_avx2.cpp
+std::vector<const FastKernel*> avx2_rope_kernels();  ///< rope_avx2.cpp
+std::vector<const FastKernel*> avx2_flash_attn_kernels();  ///< flash_attn_avx2.cpp
+std::vector<const FastKernel*> avx2_data_kernels();  ///< data_avx2.cpp
+/// mul_mat_kquants_avx2.cpp: Q2_K..Q6_K and IQ4_XS weights with Q8_K activations (MUL_MAT, MUL_MAT_ID)
+std::vector<const FastKernel*> avx2_kquant_mul_mat_kernels();
 
 }  // namespace tessel::cpu
