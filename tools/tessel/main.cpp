@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
     app.require_subcommand(1);
     tessel::cli::add_info_command(app);
     tessel::cli::add_test_ops_command(app);
+    tessel::cli::add_tokenize_command(app);
     try {
         tessel::usable_cpu_features();  // reports a bad TESSEL_CPU_ISA before any command runs
         app.parse(argc, argv);
