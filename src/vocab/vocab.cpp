@@ -154,7 +154,7 @@ Vocab Vocab::load(const gguf::File& file) {
     v.eot_ = keys.token_id("tokenizer.ggml.eot_token_id", n);
     v.pad_ = keys.token_id("tokenizer.ggml.padding_token_id", n);
     v.unk_ = keys.token_id("tokenizer.ggml.unknown_token_id", n);
-    v.add_bos_ = keys.flag(kAddBos, v.pre_spec_->add_bos);
+    v.add_bos_ = keys.flag(kAddBos, v.pre_spec_->add_bos && v.bos_ != kNoToken);
     v.add_eos_ = keys.flag(kAddEos, false);
     if (v.add_bos_ && v.bos_ == kNoToken)
         keys.fail(ErrorCode::InvalidArgument, kAddBos, "BOS is to be added but tokenizer.ggml.bos_token_id is missing");

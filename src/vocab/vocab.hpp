@@ -51,11 +51,13 @@ public:
     ///   space after the first byte.
     /// - tokenizer.ggml.{bos,eos,eot,padding,unknown}_token_id (integer, optional, < n_tokens).
     /// - tokenizer.ggml.add_bos_token / add_eos_token (bool, optional; defaults: the
-    ///   pre-tokenizer's for BOS, false for EOS). Adding a BOS/EOS that has no id is an error.
+    ///   pre-tokenizer's for BOS when there is a BOS id, false for EOS). A key that asks for a
+    ///   BOS/EOS without an id is an error.
     /// - tokenizer.ggml.pre (string, optional, "default" when absent): an unknown value throws
     ///   Error(Unsupported) listing the supported ones.
-    /// A key with the wrong type throws Error(GgufWrongValueType); a missing required key or bad
-    /// content throws Error(InvalidArgument). Messages start with the file name and name the key.
+    /// A key with the wrong type throws Error(GgufWrongValueType) (the GGUF reader already rejects
+    /// mistyped well-known keys such as tokens); a missing required key or bad content throws
+    /// Error(InvalidArgument). Messages start with the file name and name the key.
     static Vocab load(const gguf::File& file);
 
     VocabModel model() const { return model_; }
