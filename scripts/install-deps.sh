@@ -4,11 +4,15 @@
 # Library versions are pinned here, in one place; toolchains come from Debian 12 as shipped.
 set -euo pipefail
 
+# A package installed for two architectures must be named with its architecture (NAME:ARCH).
+native=$(dpkg --print-architecture)
 PINNED=(
   "libcli11-dev=2.1.2+ds-1"
   "nlohmann-json3-dev=3.11.2-2"
   "libgtest-dev=1.12.1-0.2"
   "googletest=1.12.1-0.2"   # GoogleTest sources (/usr/src/googletest), built for the aarch64 cross build
+  "libpcre2-dev:$native=10.42-1+deb12u2"  # pre-tokenizer regexes (src/vocab)
+  "libpcre2-dev:arm64=10.42-1+deb12u2"    # the same for the aarch64 cross build (Debian multiarch)
 )
 # g++-aarch64-linux-gnu + qemu-user-static: the aarch64 cross build and its tests under QEMU.
 # qemu-user-static is not pinned: its Debian 12 version moves with every security update.
@@ -33,5 +37,9 @@ SUDO=""
 if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+# arm64 packages (NAME:arm64) install through multiarch into /usr/lib/aarch64-linux-gnu.
+if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  $SUDO dpkg --add-architecture arm64
+fi
 $SUDO apt-get update -q
 $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -17,6 +17,13 @@ set(CMAKE_C_COMPILER aarch64-linux-gnu-gcc)
 set(CMAKE_CXX_COMPILER aarch64-linux-gnu-g++)
 
 set(CMAKE_FIND_ROOT_PATH /usr/aarch64-linux-gnu)
+# Libraries installed through Debian multiarch (e.g. libpcre2-dev:arm64, see scripts/install-deps.sh)
+# live in /usr/lib/aarch64-linux-gnu with their architecture-independent headers in /usr/include;
+# the cross compiler and linker search both by default. Make exactly these two directories
+# searchable (roots plus search paths), never the host's /usr/lib/x86_64-linux-gnu.
+list(APPEND CMAKE_FIND_ROOT_PATH /usr/lib/aarch64-linux-gnu /usr/include)
+list(APPEND CMAKE_LIBRARY_PATH /usr/lib/aarch64-linux-gnu)
+list(APPEND CMAKE_INCLUDE_PATH /usr/include)
 set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)   # build tools run on the host
 set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)    # never link a host (x86) library
 set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)
