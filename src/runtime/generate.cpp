@@ -13,7 +13,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
-GenerateStats generate(Context& ctx, const Model& model, Sampler& sampler, std::span<const int32_t> prompt,
+GenerateStats generate(tessel::Context& ctx, const Model& model, Sampler& sampler, std::span<const int32_t> prompt,
                        int32_t& n_past, const GenerateParams& p, const std::function<void(int32_t)>& on_token) {
     if (prompt.empty()) throw Error(ErrorCode::InvalidArgument, "the prompt is empty");
     if (p.n_batch < 1) throw Error(ErrorCode::InvalidArgument, "batch size must be >= 1");

@@ -142,7 +142,7 @@ void add_run_commands(CLI::App& app) {
         add_sampling_options(*cmd, o->sampling);
         cmd->add_option("-n,--n-predict", o->n_predict, "Tokens to generate (-1: until end of generation or context)");
         cmd->add_option("--chat-template", o->chat_template, "Chat format: chatml, llama3, gemma, phi3 (default: detected)");
-        cmd->add_option("-sys,--system-prompt", o->system, "System message for chat formatting");
+        cmd->add_option("--system-prompt", o->system, "System message for chat formatting (also -sys)");
         if (!interactive) {
             CLI::Option* p = cmd->add_option("-p,--prompt", o->prompt, "Prompt text");
             CLI::Option* f = cmd->add_option("-f,--file", o->prompt_file, "Read the prompt from a file")->excludes(p);

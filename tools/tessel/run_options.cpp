@@ -13,10 +13,10 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
     cmd.add_option("-c,--ctx-size", o.n_ctx, "Context size, tokens (0: the model's, at most 4096)")->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
     cmd.add_option("-t,--threads", o.n_threads, "CPU threads (0: physical cores)")->check(CLI::Range(0, 1024));
     cmd.add_option("-b,--batch-size", o.n_batch, "Prompt tokens per decode call")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
-    cmd.add_option("-ub,--ubatch-size", o.n_ubatch, "Tokens per forward graph")->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
-    cmd.add_option("-fa,--flash-attn", o.flash_attn, "Fused attention: on, off or auto")->check(CLI::IsMember({"on", "off", "auto"}));
-    cmd.add_option("-ctk,--cache-type-k", o.type_k, "K cache type: f16, f32, q8_0")->check(CLI::IsMember({"f16", "f32", "q8_0"}));
-    cmd.add_option("-ctv,--cache-type-v", o.type_v, "V cache type: f16, f32, q8_0 (q8_0 needs -fa on)")->check(CLI::IsMember({"f16", "f32", "q8_0"}));
+    cmd.add_option("--ubatch-size", o.n_ubatch, "Tokens per forward graph (also -ub)")->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
+    cmd.add_option("--flash-attn", o.flash_attn, "Fused attention: on, off or auto (also -fa)")->check(CLI::IsMember({"on", "off", "auto"}));
+    cmd.add_option("--cache-type-k", o.type_k, "K cache type: f16, f32, q8_0 (also -ctk)")->check(CLI::IsMember({"f16", "f32", "q8_0"}));
+    cmd.add_option("--cache-type-v", o.type_v, "V cache type: f16, f32, q8_0; q8_0 needs -fa on (also -ctv)")->check(CLI::IsMember({"f16", "f32", "q8_0"}));
 }
 
 void add_sampling_options(CLI::App& cmd, SamplerParams& s) {
