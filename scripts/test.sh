@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Build tessel and run every test, as CI does (.ci/run calls exactly this).
-#   1. install build dependencies (scripts/install-deps.sh, idempotent)
+#   1. install build dependencies (scripts/install-deps.sh, idempotent) and fetch the pinned
+#      llama-cpp-python sdist into the peer cache (scripts/peer/fetch-sdist.sh, idempotent): the
+#      tokenizer conformance test reads llama.cpp's vocab test files from it
 #   2. release build (build/), sanitizer build (build-asan/), libFuzzer build (build-fuzz/, clang)
 #   3. fuzz the GGUF reader for TESSEL_FUZZ_SECONDS (default 60) from tests/fuzz/corpus
 #   4. sanitizer run of the unit, GGUF and test-ops tests
@@ -22,6 +24,9 @@ phase() { echo; echo "== [$((SECONDS - t0)) s] $*"; }
 
 phase "install dependencies"
 bash scripts/install-deps.sh
+
+phase "peer data: llama-cpp-python sdist (tokenizer test vocabularies)"
+bash scripts/peer/fetch-sdist.sh >/dev/null
 
 phase "release build"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release

@@ -16,7 +16,14 @@ set(CMAKE_SYSTEM_PROCESSOR aarch64)
 set(CMAKE_C_COMPILER aarch64-linux-gnu-gcc)
 set(CMAKE_CXX_COMPILER aarch64-linux-gnu-g++)
 
-set(CMAKE_FIND_ROOT_PATH /usr/aarch64-linux-gnu)
+# Target libraries installed through Debian multiarch (libssl-dev:arm64, libpcre2-dev:arm64; see
+# scripts/install-deps.sh) live in /usr/lib/aarch64-linux-gnu with headers in /usr/include: the
+# second root "/" finds them. find_library searches the lib/aarch64-linux-gnu folders there
+# (CMAKE_LIBRARY_ARCHITECTURE, and the path below), never the host's lib/x86_64-linux-gnu.
+set(CMAKE_FIND_ROOT_PATH /usr/aarch64-linux-gnu /)
+list(APPEND CMAKE_LIBRARY_PATH /usr/lib/aarch64-linux-gnu)
+# pkg-config (used by find modules such as FindOpenSSL) must describe the target's libraries too.
+set(ENV{PKG_CONFIG_LIBDIR} /usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig)
 set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)   # build tools run on the host
 set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)    # never link a host (x86) library
 set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)

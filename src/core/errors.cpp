@@ -24,6 +24,8 @@ const char* error_code_name(ErrorCode code) {
         case ErrorCode::GgufDuplicateTensor: return "gguf-duplicate-tensor";
         case ErrorCode::GgufBadAlignment: return "gguf-bad-alignment";
         case ErrorCode::GgufLimit: return "gguf-limit";
+        case ErrorCode::BadModel: return "bad-model";
+        case ErrorCode::ContextFull: return "context-full";
     }
     return "unknown";
 }

@@ -20,6 +20,21 @@ std::filesystem::path shared_dir() {
     return std::filesystem::is_directory(p, ec) ? std::filesystem::canonical(p) : std::filesystem::path();
 }
 
+std::filesystem::path peer_sdist_dir() {
+    std::filesystem::path root;
+    if (const char* env = std::getenv("TESSEL_PEER_DIR"); env && *env)
+        root = env;
+    else if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+        root = std::filesystem::path(xdg) / "tessel" / "peer";
+    else if (const char* home = std::getenv("HOME"); home && *home)
+        root = std::filesystem::path(home) / ".cache" / "tessel" / "peer";
+    else
+        return {};
+    const std::filesystem::path p = root / "llama-cpp-python";
+    std::error_code ec;
+    return std::filesystem::is_directory(p, ec) ? std::filesystem::canonical(p) : std::filesystem::path();
+}
+
 bool in_ci() {
     const char* ci = std::getenv("CI");
     return ci && std::string_view(ci) == "true";

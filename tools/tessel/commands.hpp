@@ -9,8 +9,18 @@ namespace tessel::cli {
 /// `tessel info FILE [--json] [--full-arrays]`: GGUF metadata and tensor table.
 void add_info_command(CLI::App& app);
 
+/// `tessel tokenize -m FILE -p TEXT [--ids] [--no-bos] [--special]`: a vocabulary's tokens for a
+/// prompt, as `id -> 'piece'` lines or (--ids) one `[id, ...]` line.
+void add_tokenize_command(CLI::App& app);
+
 /// `tessel test-ops [test|perf|support] [-b B] [-o OPS] [-t TYPES] [--ci] [--seed N] [-r N]
 /// [--threads LIST]`: backend conformance against the reference kernels (docs/test-ops.md).
 void add_test_ops_command(CLI::App& app);
+
+/// `tessel run [-m FILE] (-p PROMPT | -f FILE) [-n N] [--chat] ...` and `tessel chat [-m FILE] ...`.
+void add_run_commands(CLI::App& app);
+
+/// `tessel perplexity [-m FILE] -f TEXT [-c 512] [-b N]`.
+void add_perplexity_command(CLI::App& app);
 
 }  // namespace tessel::cli

@@ -4,20 +4,53 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 #include <exception>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "commands.hpp"
 #include "core/cpu_features.hpp"
 #include "tessel/errors.hpp"
+
+namespace {
+
+// llama.cpp's multi-letter single-dash flags, which CLI11 would read as clusters of one-letter
+// flags: rewritten to their long names before parsing.
+constexpr std::pair<std::string_view, const char*> kDashAliases[] = {
+    {"-ub", "--ubatch-size"}, {"-fa", "--flash-attn"}, {"-ctk", "--cache-type-k"},
+    {"-ctv", "--cache-type-v"}, {"-sys", "--system-prompt"},
+};
+
+std::vector<std::string> rewrite_aliases(int argc, char** argv) {
+    std::vector<std::string> args;
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        for (const auto& [alias, name] : kDashAliases)
+            if (a == alias) a = name;
+        args.push_back(std::move(a));
+    }
+    std::reverse(args.begin(), args.end());  // CLI11 parses a vector from the back
+    return args;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
     CLI::App app{"tessel: LLM inference engine for heterogeneous edge hardware"};
     app.require_subcommand(1);
     tessel::cli::add_info_command(app);
     tessel::cli::add_test_ops_command(app);
+    tessel::cli::add_run_commands(app);
+    tessel::cli::add_perplexity_command(app);
+    tessel::cli::add_tokenize_command(app);
     try {
         tessel::usable_cpu_features();  // reports a bad TESSEL_CPU_ISA before any command runs
-        app.parse(argc, argv);
+        app.name("tessel");
+        std::vector<std::string> args = rewrite_aliases(argc, argv);
+        app.parse(args);
     } catch (const CLI::ParseError& e) {
         if (e.get_exit_code() == 0) return app.exit(e);  // --help
         std::fprintf(stderr, "tessel: error: %s (see tessel --help)\n", e.what());

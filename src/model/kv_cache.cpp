@@ -1,0 +1,127 @@
+#include "model/kv_cache.hpp"
+
+#include <algorithm>
+
+#include "tessel/errors.hpp"
+
+namespace tessel::model {
+namespace {
+
+constexpr uint16_t kF16Zero = 0x0000, kF16NegInf = 0xfc00;
+
+void check_type(DType t, const Hparams& hp, const char* which) {
+    if (t != DType::F16 && t != DType::F32 && t != DType::Q8_0)
+        throw Error(ErrorCode::InvalidArgument, std::string("KV cache type ") + dtype_name(t) + " for " + which +
+                                                    " is not supported (use f16, f32 or q8_0)");
+    if (t == DType::Q8_0 && hp.head_dim % 32 != 0)
+        throw Error(ErrorCode::InvalidArgument, std::string("KV cache type q8_0 for ") + which + " needs a head size divisible by 32, the model's is " +
+                                                    std::to_string(hp.head_dim));
+}
+
+void check_seq(int32_t seq) {
+    if (seq < 0 || seq >= KvCache::kMaxSeq)
+        throw Error(ErrorCode::InvalidArgument, "sequence id " + std::to_string(seq) + " outside 0.." + std::to_string(KvCache::kMaxSeq - 1));
+}
+
+bool in_range(int32_t pos, int32_t p0, int32_t p1) { return pos >= p0 && (p1 < 0 || pos < p1); }
+
+}  // namespace
+
+KvCache::KvCache(const Hparams& hp, int64_t kv_size, DType type_k, DType type_v, Device& dev) {
+    if (kv_size <= 0) throw Error(ErrorCode::InvalidArgument, "KV cache size must be > 0 cells");
+    check_type(type_k, hp, "K");
+    check_type(type_v, hp, "V");
+    cells_.resize(static_cast<size_t>(kv_size));
+    BufferType& bt = dev.buffer_type();
+    const size_t align = bt.alignment();
+    size_t total = 0;
+    std::vector<size_t> offsets;
+    for (int64_t il = 0; il < hp.n_layer; ++il)
+        for (int which = 0; which < 2; ++which) {
+            Tensor& x = tensors_.emplace_back();
+            x.set_shape(which == 0 ? type_k : type_v, {hp.n_embd_kv(), kv_size});
+            x.name = (which == 0 ? "cache_k_l" : "cache_v_l") + std::to_string(il);
+            offsets.push_back(total);
+            total += (bt.alloc_size(x) + align - 1) / align * align;
+        }
+    buffer_ = bt.alloc_buffer(total);
+    buffer_->set_usage(BufferUsage::Compute);
+    for (size_t i = 0; i < tensors_.size(); ++i) buffer_->init_tensor(tensors_[i], offsets[i]);
+    buffer_->clear(0);
+    for (size_t i = 0; i < tensors_.size(); i += 2) layers_.push_back({&tensors_[i], &tensors_[i + 1]});
+}
+
+size_t KvCache::bytes() const {
+    size_t n = 0;
+    for (const Tensor& t : tensors_) n += t.n_bytes();
+    return n;
+}
+
+std::vector<int64_t> KvCache::find_free(int64_t n) const {
+    std::vector<int64_t> out;
+    for (int64_t c = 0; c < size() && static_cast<int64_t>(out.size()) < n; ++c)
+        if (cells_[static_cast<size_t>(c)].seqs == 0) out.push_back(c);
+    if (static_cast<int64_t>(out.size()) < n)
+        throw Error(ErrorCode::ContextFull, "the context is full: " + std::to_string(n) + " tokens need cells, " +
+                                                std::to_string(out.size()) + " of " + std::to_string(size()) + " are free");
+    return out;
+}
+
+void KvCache::occupy(int64_t c, int32_t pos, int32_t seq) {
+    check_seq(seq);
+    Cell& cell = cells_.at(static_cast<size_t>(c));
+    cell.pos = pos;
+    cell.seqs = uint64_t{1} << seq;
+}
+
+int64_t KvCache::n_kv() const {
+    int64_t used = 0;
+    for (int64_t c = size(); c > 0; --c)
+        if (cells_[static_cast<size_t>(c - 1)].seqs != 0) {
+            used = c;
+            break;
+        }
+    return std::min(size(), std::max<int64_t>(kPad, (used + kPad - 1) / kPad * kPad));
+}
+
+void KvCache::fill_mask(std::span<const int32_t> pos, std::span<const int32_t> seq, int64_t n_kv, uint16_t* mask) const {
+    for (size_t t = 0; t < pos.size(); ++t) {
+        const uint64_t bit = uint64_t{1} << seq[t];
+        uint16_t* row = mask + t * static_cast<size_t>(n_kv);
+        for (int64_t c = 0; c < n_kv; ++c) {
+            const Cell& cell = cells_[static_cast<size_t>(c)];
+            row[c] = (cell.seqs & bit) && cell.pos <= pos[t] ? kF16Zero : kF16NegInf;
+        }
+    }
+}
+
+void KvCache::seq_rm(int32_t seq, int32_t p0, int32_t p1) {
+    if (seq >= 0) check_seq(seq);
+    const uint64_t bits = seq < 0 ? ~uint64_t{0} : uint64_t{1} << seq;
+    for (Cell& cell : cells_)
+        if ((cell.seqs & bits) && in_range(cell.pos, p0, p1)) {
+            cell.seqs &= ~bits;
+            if (cell.seqs == 0) cell.pos = -1;
+        }
+}
+
+void KvCache::seq_cp(int32_t src, int32_t dst, int32_t p0, int32_t p1) {
+    check_seq(src);
+    check_seq(dst);
+    for (Cell& cell : cells_)
+        if ((cell.seqs >> src & 1) && in_range(cell.pos, p0, p1)) cell.seqs |= uint64_t{1} << dst;
+}
+
+int32_t KvCache::seq_pos_max(int32_t seq) const {
+    check_seq(seq);
+    int32_t best = -1;
+    for (const Cell& cell : cells_)
+        if (cell.seqs >> seq & 1) best = std::max(best, cell.pos);
+    return best;
+}
+
+void KvCache::clear() {
+    for (Cell& cell : cells_) cell = Cell{};
+}
+
+}  // namespace tessel::model

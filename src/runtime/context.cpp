@@ -1,0 +1,111 @@
+#include "runtime/context.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "tessel/errors.hpp"
+
+namespace tessel::runtime {
+namespace {
+
+constexpr int64_t kDefaultMaxCtx = 4096;
+
+DType cache_type(const std::string& name, const char* which) {
+    const auto t = dtype_from_name(name);
+    if (!t || (*t != DType::F16 && *t != DType::F32 && *t != DType::Q8_0))
+        throw Error(ErrorCode::InvalidArgument, std::string("KV cache type '") + name + "' for " + which +
+                                                    " is not supported (use f16, f32 or q8_0)");
+    return *t;
+}
+
+void write_input(Tensor* t, const void* data, size_t bytes) { t->buffer->set_tensor(*t, data, 0, bytes); }
+
+}  // namespace
+
+Context::Context(std::shared_ptr<const model::Model> model, const ContextParams& params)
+    : model_(std::move(model)), params_(params) {
+    const model::Hparams& hp = model_->hparams();
+    if (params_.n_ctx < 0) throw Error(ErrorCode::InvalidArgument, "context size must be >= 1 token (0: the model's)");
+    if (params_.n_ubatch < 1) throw Error(ErrorCode::InvalidArgument, "ubatch size must be >= 1 token");
+    const int64_t n_ctx = params_.n_ctx ? params_.n_ctx : std::min(hp.n_ctx_train, kDefaultMaxCtx);
+    flash_attn_ = params_.flash_attn != FlashAttn::Off;
+    const DType type_k = cache_type(params_.type_k, "K"), type_v = cache_type(params_.type_v, "V");
+    if (!flash_attn_ && dtype_info(type_v).quantized)
+        throw Error(ErrorCode::InvalidArgument, std::string("a ") + dtype_name(type_v) + " V cache needs flash attention (-fa on)");
+    kv_ = std::make_unique<model::KvCache>(hp, n_ctx, type_k, type_v, model_->device());
+    BackendParams bp;
+    bp.n_threads = params_.n_threads;
+    backend_ = model_->device().init_backend(bp);
+    sched_ = std::make_unique<Scheduler>(std::vector<Backend*>{backend_.get()});
+}
+
+Context::~Context() {
+    if (sched_) sched_->release();
+}
+
+void Context::decode(std::span<const BatchToken> batch) {
+    const int64_t n_vocab = model_->hparams().n_vocab;
+    for (size_t i = 0; i < batch.size(); ++i) {
+        const BatchToken& b = batch[i];
+        const std::string where = "batch entry " + std::to_string(i) + ": ";
+        if (b.token < 0 || b.token >= n_vocab)
+            throw Error(ErrorCode::InvalidArgument, where + "token " + std::to_string(b.token) + " outside the vocabulary (0.." +
+                                                        std::to_string(n_vocab - 1) + ")");
+        if (b.pos < 0) throw Error(ErrorCode::InvalidArgument, where + "negative position " + std::to_string(b.pos));
+        if (b.seq < 0 || b.seq >= model::KvCache::kMaxSeq)
+            throw Error(ErrorCode::InvalidArgument, where + "sequence id " + std::to_string(b.seq) + " outside 0.." +
+                                                        std::to_string(model::KvCache::kMaxSeq - 1));
+    }
+    n_out_ = 0;
+    logits_.clear();
+    for (size_t i = 0; i < batch.size(); i += static_cast<size_t>(params_.n_ubatch))
+        decode_ubatch(batch.subspan(i, std::min(batch.size() - i, static_cast<size_t>(params_.n_ubatch))));
+}
+
+void Context::decode_ubatch(std::span<const BatchToken> ub) {
+    const int64_t T = static_cast<int64_t>(ub.size());
+    const std::vector<int64_t> cells = kv_->find_free(T);
+    std::vector<int32_t> tokens, pos, seq, out_ids;
+    for (int64_t t = 0; t < T; ++t) {
+        const BatchToken& b = ub[static_cast<size_t>(t)];
+        tokens.push_back(b.token), pos.push_back(b.pos), seq.push_back(b.seq);
+        if (b.logits) out_ids.push_back(static_cast<int32_t>(t));
+        kv_->occupy(cells[static_cast<size_t>(t)], b.pos, b.seq);
+    }
+
+    model::ForwardShape shape{T, kv_->n_kv(), std::max<int64_t>(1, static_cast<int64_t>(out_ids.size())), flash_attn_};
+    if (out_ids.empty()) out_ids.push_back(static_cast<int32_t>(T - 1));  // a graph needs an output; discarded
+    if (!graph_ || shape.n_tokens != shape_.n_tokens || shape.n_kv != shape_.n_kv || shape.n_out != shape_.n_out) {
+        sched_->release();
+        graph_ = std::make_unique<Graph>();
+        in_ = model::build_llama(*graph_, *model_, kv_->layers(), shape);
+        sched_->allocate(*graph_);
+        shape_ = shape;
+        ++graphs_built_;
+    }
+
+    write_input(in_.tokens, tokens.data(), tokens.size() * sizeof(int32_t));
+    write_input(in_.pos, pos.data(), pos.size() * sizeof(int32_t));
+    write_input(in_.kv_idx, cells.data(), cells.size() * sizeof(int64_t));
+    std::vector<uint16_t> mask(static_cast<size_t>(shape.n_kv * T));
+    kv_->fill_mask(pos, seq, shape.n_kv, mask.data());
+    write_input(in_.mask, mask.data(), mask.size() * sizeof(uint16_t));
+    if (in_.out_ids) write_input(in_.out_ids, out_ids.data(), out_ids.size() * sizeof(int32_t));
+    sched_->compute();
+
+    const size_t wanted = static_cast<size_t>(std::count_if(ub.begin(), ub.end(), [](const BatchToken& b) { return b.logits; }));
+    if (wanted == 0) return;
+    const size_t n_vocab = static_cast<size_t>(model_->hparams().n_vocab);
+    logits_.resize((n_out_ + wanted) * n_vocab);
+    in_.logits->buffer->get_tensor(*in_.logits, logits_.data() + n_out_ * n_vocab, 0, wanted * n_vocab * sizeof(float));
+    n_out_ += wanted;
+}
+
+std::span<const float> Context::logits(size_t i) const {
+    if (i >= n_out_)
+        throw Error(ErrorCode::InvalidArgument, "logits " + std::to_string(i) + " requested, the last decode kept " + std::to_string(n_out_));
+    const size_t n_vocab = static_cast<size_t>(model_->hparams().n_vocab);
+    return {logits_.data() + i * n_vocab, n_vocab};
+}
+
+}  // namespace tessel::runtime

@@ -1,0 +1,69 @@
+// A context: one model's KV cache, compute buffers and CPU thread pool; decodes batches.
+//
+// decode() takes a batch of (token, position, sequence, wants-logits) entries, cuts it into
+// ubatches of at most n_ubatch tokens, and for each: takes free cache cells, builds (or reuses,
+// when the shapes are unchanged) the forward graph, fills its inputs and runs it through the
+// scheduler. Logits of the entries that asked for them are kept, in batch order, until the next
+// decode().
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "backend/scheduler.hpp"
+#include "model/kv_cache.hpp"
+#include "model/llama.hpp"
+#include "model/model.hpp"
+#include "tessel/engine.hpp"
+
+namespace tessel::runtime {
+
+using tessel::BatchToken;
+using tessel::ContextParams;
+using tessel::FlashAttn;
+
+class Context {
+public:
+    /// Throws tessel::Error(InvalidArgument) for bad parameters (n_ctx < 1, n_ubatch < 1, a
+    /// quantized V cache with flash attention off, unsupported cache types).
+    Context(std::shared_ptr<const model::Model> model, const ContextParams& params);
+    ~Context();
+
+    /// Decodes the batch (see above). Throws tessel::Error(InvalidArgument) naming the entry
+    /// for a token outside the vocabulary, a negative position or a bad sequence id (before
+    /// anything is computed), and Error(ContextFull) when the cache has no free cells for a
+    /// ubatch (the cache then holds the ubatches decoded before it).
+    void decode(std::span<const BatchToken> batch);
+
+    /// Logits (n_vocab floats) of the i-th entry that asked for logits in the last decode.
+    std::span<const float> logits(size_t i) const;
+    size_t n_outputs() const { return n_out_; }
+
+    model::KvCache& kv() { return *kv_; }
+    const model::Model& model() const { return *model_; }
+    int64_t n_ctx() const { return kv_->size(); }
+    bool flash_attn() const { return flash_attn_; }
+    /// Forward graphs built so far (a reused graph is not counted): for tests of graph reuse.
+    int64_t graphs_built() const { return graphs_built_; }
+
+private:
+    void decode_ubatch(std::span<const BatchToken> ub);
+
+    std::shared_ptr<const model::Model> model_;
+    ContextParams params_;
+    bool flash_attn_ = true;
+    std::unique_ptr<model::KvCache> kv_;
+    std::unique_ptr<Backend> backend_;
+    std::unique_ptr<Scheduler> sched_;
+    std::unique_ptr<Graph> graph_;
+    model::ForwardShape shape_;
+    model::ForwardInputs in_;
+    int64_t graphs_built_ = 0;
+    std::vector<float> logits_;
+    size_t n_out_ = 0;
+};
+
+}  // namespace tessel::runtime

@@ -1,0 +1,100 @@
+// The public API (include/tessel/engine.hpp) over the model, vocab and runtime layers.
+#include <map>
+
+#include "cpu/cpu_backend.hpp"
+#include "runtime/context.hpp"
+#include "tessel/engine.hpp"
+#include "vocab/detokenize.hpp"
+#include "vocab/tokenizer.hpp"
+
+namespace tessel {
+namespace {
+
+/// The file type named after the most common type among the matrix weights (by bytes).
+std::string majority_type(const gguf::File& f) {
+    std::map<std::string, uint64_t> bytes;
+    for (const gguf::TensorInfo& t : f.tensors())
+        if (t.n_dims >= 2) bytes[dtype_name(t.type)] += t.size;
+    std::string best = "F32";
+    uint64_t most = 0;
+    for (const auto& [name, n] : bytes)
+        if (n > most) best = name, most = n;
+    return best;
+}
+
+/// End-of-generation texts that chat models use besides their eos/eot ids (llama.cpp's list).
+constexpr const char* kEogTexts[] = {"<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<end_of_turn>", "<|end|>", "<|eom_id|>"};
+
+}  // namespace
+
+Model::~Model() = default;
+
+std::shared_ptr<const Model> Model::load(const std::string& path) {
+    std::shared_ptr<Model> m(new Model());
+    m->impl_ = model::Model::load(path, cpu::cpu_device());
+    m->tok_ = std::make_unique<vocab::Tokenizer>(vocab::Vocab::load(m->impl_->file()));
+    const model::Hparams& hp = m->impl_->hparams();
+    if (m->tok_->vocab().size() != hp.n_vocab)
+        throw Error(ErrorCode::BadModel, path + ": the vocabulary has " + std::to_string(m->tok_->vocab().size()) +
+                                             " tokens, token_embd.weight has " + std::to_string(hp.n_vocab) + " rows");
+    ModelInfo& i = m->info_;
+    i.arch = hp.arch;
+    i.name = hp.name;
+    i.file = path;
+    i.n_vocab = hp.n_vocab;
+    i.n_ctx_train = hp.n_ctx_train;
+    i.n_embd = hp.n_embd;
+    i.n_layer = hp.n_layer;
+    i.n_head = hp.n_head;
+    i.n_head_kv = hp.n_head_kv;
+    i.n_params = m->impl_->n_params();
+    i.size = m->impl_->weight_bytes();
+    i.type = majority_type(m->impl_->file());
+    return m;
+}
+
+std::vector<int32_t> Model::tokenize(std::string_view text, bool add_special, bool parse_special) const {
+    vocab::TokenizeOptions o;
+    o.add_bos = o.add_eos = add_special;
+    o.parse_special = parse_special;
+    return tok_->tokenize(text, o);
+}
+
+std::string Model::token_to_piece(int32_t token, bool special) const {
+    if (!tok_->vocab().valid(token))
+        throw Error(ErrorCode::InvalidArgument, "token " + std::to_string(token) + " outside the vocabulary");
+    return vocab::token_to_piece(tok_->vocab(), token, special);
+}
+
+bool Model::is_eog(int32_t token) const {
+    const vocab::Vocab& v = tok_->vocab();
+    if (!v.valid(token)) return false;
+    if (token == v.eos() || token == v.eot()) return true;
+    for (const char* t : kEogTexts)
+        if (v.text(token) == t) return true;
+    return false;
+}
+
+int32_t Model::bos() const { return tok_->vocab().bos(); }
+bool Model::adds_bos() const { return tok_->vocab().add_bos() && tok_->vocab().bos() >= 0; }
+
+std::string Model::chat_template() const {
+    const gguf::Value* v = impl_->file().find("tokenizer.chat_template");
+    return v && v->type() == gguf::ValueType::STRING ? v->as_string() : std::string();
+}
+
+Context::Context(std::shared_ptr<const Model> model, const ContextParams& params)
+    : model_(std::move(model)), impl_(std::make_unique<runtime::Context>(model_->impl_ptr(), params)) {}
+Context::~Context() = default;
+
+void Context::decode(std::span<const BatchToken> batch) { impl_->decode(batch); }
+std::span<const float> Context::logits(size_t i) const { return impl_->logits(i); }
+size_t Context::n_outputs() const { return impl_->n_outputs(); }
+int64_t Context::n_ctx() const { return impl_->n_ctx(); }
+void Context::seq_rm(int32_t seq, int32_t p0, int32_t p1) { impl_->kv().seq_rm(seq, p0, p1); }
+void Context::seq_cp(int32_t src, int32_t dst, int32_t p0, int32_t p1) { impl_->kv().seq_cp(src, dst, p0, p1); }
+int32_t Context::seq_pos_max(int32_t seq) const { return impl_->kv().seq_pos_max(seq); }
+void Context::clear() { impl_->kv().clear(); }
+bool Context::flash_attn() const { return impl_->flash_attn(); }
+
+}  // namespace tessel

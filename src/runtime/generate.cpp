@@ -1,0 +1,63 @@
+#include "runtime/generate.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+namespace tessel::runtime {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+GenerateStats generate(tessel::Context& ctx, const Model& model, Sampler& sampler, std::span<const int32_t> prompt,
+                       int32_t& n_past, const GenerateParams& p, const std::function<void(int32_t)>& on_token) {
+    if (prompt.empty()) throw Error(ErrorCode::InvalidArgument, "the prompt is empty");
+    if (p.n_batch < 1) throw Error(ErrorCode::InvalidArgument, "batch size must be >= 1");
+    const int64_t room = ctx.n_ctx() - n_past;
+    if (static_cast<int64_t>(prompt.size()) > room)
+        throw Error(ErrorCode::InvalidArgument, "prompt is " + std::to_string(prompt.size()) + " tokens, the context has room for " +
+                                                    std::to_string(room) + " (raise -c)");
+    GenerateStats st;
+    auto t0 = std::chrono::steady_clock::now();
+    for (size_t b0 = 0; b0 < prompt.size(); b0 += static_cast<size_t>(p.n_batch)) {
+        const size_t b1 = std::min(prompt.size(), b0 + static_cast<size_t>(p.n_batch));
+        std::vector<BatchToken> batch;
+        for (size_t i = b0; i < b1; ++i) batch.push_back({prompt[i], n_past + static_cast<int32_t>(i - b0), p.seq, i + 1 == prompt.size()});
+        ctx.decode(batch);
+        n_past += static_cast<int32_t>(b1 - b0);
+    }
+    for (int32_t t : prompt) sampler.accept(t);
+    st.n_prompt = static_cast<int64_t>(prompt.size());
+    st.t_prompt = seconds_since(t0);
+
+    t0 = std::chrono::steady_clock::now();
+    while (true) {
+        if (p.n_predict >= 0 && st.n_generated >= p.n_predict) {
+            st.stop = StopReason::TokenLimit;
+            break;
+        }
+        const int32_t tok = sampler.sample(ctx.logits(0));
+        sampler.accept(tok);
+        if (model.is_eog(tok)) {
+            st.stop = StopReason::EndOfGeneration;
+            break;
+        }
+        on_token(tok);
+        ++st.n_generated;
+        if (n_past >= ctx.n_ctx()) {  // no cell left for this token
+            st.stop = StopReason::ContextFull;
+            break;
+        }
+        const BatchToken next{tok, n_past, p.seq, true};
+        ctx.decode({&next, 1});
+        ++n_past;
+    }
+    st.t_generate = seconds_since(t0);
+    return st;
+}
+
+}  // namespace tessel::runtime

@@ -1,0 +1,29 @@
+// UTF-8 helpers for the tokenizer: validation by RFC 3629 rules, repair of invalid input and the
+// boundary of the last complete sequence (used when streaming decoded text).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace tessel::vocab {
+
+/// Length in bytes (1..4) of the valid UTF-8 sequence at the start of `s`, or 0 when `s` is empty
+/// or does not start with one. Valid means RFC 3629: shortest form, no surrogates (U+D800..DFFF),
+/// nothing above U+10FFFF.
+size_t utf8_valid_length(std::string_view s);
+
+/// `s` with every byte that does not start a valid sequence replaced by U+FFFD (EF BF BD), one
+/// replacement per bad byte. Valid input is returned unchanged.
+std::string utf8_repair(std::string_view s);
+
+/// Length of the longest prefix of `s` that does not end inside an incomplete but still
+/// completable sequence: at most 3 trailing bytes that a later byte could complete are excluded.
+/// Invalid bytes are never held back.
+size_t utf8_complete_prefix(std::string_view s);
+
+/// Appends the UTF-8 encoding of code point `cp` (at most U+10FFFF) to `out`.
+void utf8_append(std::string& out, uint32_t cp);
+
+}  // namespace tessel::vocab

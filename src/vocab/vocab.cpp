@@ -1,0 +1,171 @@
+#include "vocab/vocab.hpp"
+
+#include <limits>
+
+#include "tessel/errors.hpp"
+
+namespace tessel::vocab {
+namespace {
+
+using gguf::Value;
+using gguf::ValueType;
+
+constexpr const char* kModel = "tokenizer.ggml.model";
+constexpr const char* kTokens = "tokenizer.ggml.tokens";
+constexpr const char* kTokenType = "tokenizer.ggml.token_type";
+constexpr const char* kMerges = "tokenizer.ggml.merges";
+constexpr const char* kPre = "tokenizer.ggml.pre";
+constexpr const char* kAddBos = "tokenizer.ggml.add_bos_token";
+constexpr const char* kAddEos = "tokenizer.ggml.add_eos_token";
+
+/// Reads the tokenizer keys of one file; every error names the file and the key.
+class KeyReader {
+public:
+    explicit KeyReader(const gguf::File& f) : file_(f) {}
+
+    [[noreturn]] void fail(ErrorCode code, const std::string& key, const std::string& what) const {
+        throw Error(code, file_.name() + ": " + key + ": " + what);
+    }
+
+    const Value& require(const char* key) const {
+        const Value* v = file_.find(key);
+        if (!v) fail(ErrorCode::InvalidArgument, key, "missing (not a tokenizer GGUF file?)");
+        return *v;
+    }
+
+    const std::string* string(const char* key) const {
+        const Value* v = file_.find(key);
+        if (!v) return nullptr;
+        if (v->type() != ValueType::STRING) wrong_type(key, *v, "STRING");
+        return &v->as_string();
+    }
+
+    /// An array whose elements are strings.
+    const std::vector<Value>& strings(const char* key) const {
+        const Value& v = require(key);
+        if (v.type() != ValueType::ARRAY || v.array_type() != ValueType::STRING) wrong_type(key, v, "array of STRING");
+        return v.array();
+    }
+
+    /// An optional integer array (nullptr when absent).
+    const std::vector<Value>* integers(const char* key) const {
+        const Value* v = file_.find(key);
+        if (!v) return nullptr;
+        if (v->type() != ValueType::ARRAY || !is_integer(v->array_type())) wrong_type(key, *v, "array of integers");
+        return &v->array();
+    }
+
+    /// An optional token id, checked against the vocabulary size.
+    TokenId token_id(const std::string& key, size_t n_tokens) const {
+        const Value* v = file_.find(key);
+        if (!v) return kNoToken;
+        if (!is_integer(v->type())) wrong_type(key, *v, "an integer");
+        const int64_t id = v->as_i64();
+        if (id < 0 || static_cast<uint64_t>(id) >= n_tokens)
+            fail(ErrorCode::InvalidArgument, key,
+                 "token id " + std::to_string(id) + " is outside the vocabulary (" + std::to_string(n_tokens) + " tokens)");
+        return static_cast<TokenId>(id);
+    }
+
+    /// An optional bool, `fallback` when absent.
+    bool flag(const char* key, bool fallback) const {
+        const Value* v = file_.find(key);
+        if (!v) return fallback;
+        if (v->type() != ValueType::BOOL) wrong_type(key, *v, "BOOL");
+        return v->as_bool();
+    }
+
+private:
+    static bool is_integer(ValueType t) {
+        return t != ValueType::FLOAT32 && t != ValueType::FLOAT64 && t != ValueType::BOOL &&
+               t != ValueType::STRING && t != ValueType::ARRAY;
+    }
+
+    [[noreturn]] void wrong_type(const std::string& key, const Value& v, const char* wanted) const {
+        std::string got = gguf::value_type_name(v.type());
+        if (v.type() == ValueType::ARRAY) got = std::string("array of ") + gguf::value_type_name(v.array_type());
+        fail(ErrorCode::GgufWrongValueType, key, std::string("expected ") + wanted + ", got " + got);
+    }
+
+    const gguf::File& file_;
+};
+
+}  // namespace
+
+Vocab Vocab::load(const gguf::File& file) {
+    const KeyReader keys(file);
+    Vocab v;
+
+    const std::string* model_ptr = keys.string(kModel);
+    if (!model_ptr) keys.fail(ErrorCode::InvalidArgument, kModel, "missing (not a tokenizer GGUF file?)");
+    const std::string& model_name = *model_ptr;
+    if (model_name == "llama")
+        keys.fail(ErrorCode::Unsupported, kModel, "'llama' (SentencePiece) tokenizers are not supported yet");
+    if (model_name != "gpt2")
+        keys.fail(ErrorCode::Unsupported, kModel, "unknown tokenizer model '" + model_name + "' (supported: gpt2)");
+    v.model_ = VocabModel::Bpe;
+
+    const std::string* pre = keys.string(kPre);
+    v.pre_ = pre ? *pre : "default";
+    v.pre_spec_ = find_pre_tokenizer(v.pre_);
+    if (!v.pre_spec_)
+        keys.fail(ErrorCode::Unsupported, kPre,
+                  "unknown pre-tokenizer '" + v.pre_ + "' (supported: " + supported_pre_tokenizers() + ")");
+
+    const std::vector<Value>& tokens = keys.strings(kTokens);
+    if (tokens.empty()) keys.fail(ErrorCode::InvalidArgument, kTokens, "the vocabulary is empty");
+    if (tokens.size() > static_cast<size_t>(std::numeric_limits<TokenId>::max()))
+        keys.fail(ErrorCode::InvalidArgument, kTokens, std::to_string(tokens.size()) + " tokens is too many");
+    const size_t n = tokens.size();
+    v.texts_.reserve(n);
+    v.ids_.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+        v.texts_.push_back(tokens[i].as_string());
+        v.ids_.insert_or_assign(v.texts_.back(), static_cast<TokenId>(i));  // a repeated text: the last id wins
+    }
+
+    v.types_.assign(n, TokenType::Normal);
+    if (const std::vector<Value>* types = keys.integers(kTokenType)) {
+        if (types->size() != n)
+            keys.fail(ErrorCode::InvalidArgument, kTokenType,
+                      std::to_string(types->size()) + " entries for " + std::to_string(n) + " tokens");
+        for (size_t i = 0; i < n; ++i) {
+            const int64_t t = (*types)[i].as_i64();
+            if (t < 0 || t > static_cast<int64_t>(TokenType::Byte))
+                keys.fail(ErrorCode::InvalidArgument, kTokenType,
+                          "token " + std::to_string(i) + " has unknown type " + std::to_string(t));
+            v.types_[i] = static_cast<TokenType>(t);
+        }
+    }
+
+    const std::vector<Value>& merges = keys.strings(kMerges);
+    v.merges_.reserve(merges.size());
+    for (size_t i = 0; i < merges.size(); ++i) {
+        const std::string& m = merges[i].as_string();
+        const size_t space = m.empty() ? std::string::npos : m.find(' ', 1);
+        if (space == std::string::npos)
+            keys.fail(ErrorCode::InvalidArgument, kMerges,
+                      "entry " + std::to_string(i) + " is not two texts separated by a space");
+        v.merges_.emplace_back(m.substr(0, space), m.substr(space + 1));
+    }
+
+    v.bos_ = keys.token_id("tokenizer.ggml.bos_token_id", n);
+    v.eos_ = keys.token_id("tokenizer.ggml.eos_token_id", n);
+    v.eot_ = keys.token_id("tokenizer.ggml.eot_token_id", n);
+    v.pad_ = keys.token_id("tokenizer.ggml.padding_token_id", n);
+    v.unk_ = keys.token_id("tokenizer.ggml.unknown_token_id", n);
+    v.add_bos_ = keys.flag(kAddBos, v.pre_spec_->add_bos && v.bos_ != kNoToken);
+    v.add_eos_ = keys.flag(kAddEos, false);
+    if (v.add_bos_ && v.bos_ == kNoToken)
+        keys.fail(ErrorCode::InvalidArgument, kAddBos, "BOS is to be added but tokenizer.ggml.bos_token_id is missing");
+    if (v.add_eos_ && v.eos_ == kNoToken)
+        keys.fail(ErrorCode::InvalidArgument, kAddEos, "EOS is to be added but tokenizer.ggml.eos_token_id is missing");
+    return v;
+}
+
+TokenId Vocab::find(std::string_view text) const {
+    const auto it = ids_.find(text);
+    return it == ids_.end() ? kNoToken : it->second;
+}
+
+}  // namespace tessel::vocab

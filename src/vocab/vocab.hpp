@@ -1,0 +1,109 @@
+// A tokenizer vocabulary read from GGUF metadata (keys tokenizer.ggml.*): token texts and types,
+// BPE merges, special token ids and the add-BOS/EOS flags. Works on vocab-only GGUF files.
+//
+// Format source: GGUF specification, "Tokenizer" keys (ggml docs/gguf.md); token type values
+// are those of gguf-py's TokenType. Only byte-level BPE (tokenizer.ggml.model = "gpt2") is
+// supported so far.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "gguf/reader.hpp"
+#include "vocab/pretokenize.hpp"
+
+namespace tessel::vocab {
+
+/// A token id: an index into the vocabulary.
+using TokenId = int32_t;
+/// "No such token" (an absent special id, a text that is not a token).
+inline constexpr TokenId kNoToken = -1;
+
+/// tokenizer.ggml.token_type values.
+enum class TokenType : int32_t {
+    Undefined = 0,
+    Normal = 1,
+    Unknown = 2,
+    Control = 3,       ///< e.g. <|endoftext|>: matched in text only when special tokens are parsed
+    UserDefined = 4,   ///< added tokens: always matched in text before pre-tokenization
+    Unused = 5,
+    Byte = 6,
+};
+
+/// The tokenizer algorithm named by tokenizer.ggml.model.
+enum class VocabModel {
+    Bpe,  ///< "gpt2": byte-level BPE
+};
+
+class Vocab {
+public:
+    /// Reads the tokenizer keys of `file`:
+    /// - tokenizer.ggml.model (string, required): "gpt2"; "llama" (SentencePiece) and any other
+    ///   value throw Error(Unsupported) naming the value.
+    /// - tokenizer.ggml.tokens (string array, required, 1..2^31-1 entries).
+    /// - tokenizer.ggml.token_type (integer array, optional: all Normal when absent; same length
+    ///   as tokens, values 0..6).
+    /// - tokenizer.ggml.merges (string array, required for BPE): "left right", split at the first
+    ///   space after the first byte.
+    /// - tokenizer.ggml.{bos,eos,eot,padding,unknown}_token_id (integer, optional, < n_tokens).
+    /// - tokenizer.ggml.add_bos_token / add_eos_token (bool, optional; defaults: the
+    ///   pre-tokenizer's for BOS when there is a BOS id, false for EOS). A key that asks for a
+    ///   BOS/EOS without an id is an error.
+    /// - tokenizer.ggml.pre (string, optional, "default" when absent): an unknown value throws
+    ///   Error(Unsupported) listing the supported ones.
+    /// A key with the wrong type throws Error(GgufWrongValueType) (the GGUF reader already rejects
+    /// mistyped well-known keys such as tokens); a missing required key or bad content throws
+    /// Error(InvalidArgument). Messages start with the file name and name the key.
+    static Vocab load(const gguf::File& file);
+
+    VocabModel model() const { return model_; }
+    /// The tokenizer.ggml.pre value ("default" when the key is absent).
+    const std::string& pre() const { return pre_; }
+    /// The pre-tokenizer selected by pre().
+    const PreTokenizerSpec& pre_tokenizer() const { return *pre_spec_; }
+
+    /// Number of tokens; ids are 0..size()-1.
+    int32_t size() const { return static_cast<int32_t>(texts_.size()); }
+    /// Text of token `id` as stored (byte-level symbols for BPE tokens). `id` must be valid.
+    const std::string& text(TokenId id) const { return texts_[static_cast<size_t>(id)]; }
+    /// Type of token `id`. `id` must be valid.
+    TokenType type(TokenId id) const { return types_[static_cast<size_t>(id)]; }
+    /// True when 0 <= id < size().
+    bool valid(TokenId id) const { return id >= 0 && id < size(); }
+    /// The token whose text is exactly `text` (the last one when texts repeat), or kNoToken.
+    TokenId find(std::string_view text) const;
+
+    /// BPE merges in rank order (rank = index): the pair of token texts merged.
+    const std::vector<std::pair<std::string, std::string>>& merges() const { return merges_; }
+
+    TokenId bos() const { return bos_; }  ///< kNoToken when absent
+    TokenId eos() const { return eos_; }
+    TokenId eot() const { return eot_; }
+    TokenId pad() const { return pad_; }
+    TokenId unk() const { return unk_; }
+    /// Whether tokenize() prepends BOS / appends EOS by default.
+    bool add_bos() const { return add_bos_; }
+    bool add_eos() const { return add_eos_; }
+
+private:
+    struct StringHash {
+        using is_transparent = void;
+        size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+    };
+
+    VocabModel model_ = VocabModel::Bpe;
+    std::string pre_;
+    const PreTokenizerSpec* pre_spec_ = nullptr;
+    std::vector<std::string> texts_;
+    std::vector<TokenType> types_;
+    std::unordered_map<std::string, TokenId, StringHash, std::equal_to<>> ids_;
+    std::vector<std::pair<std::string, std::string>> merges_;
+    TokenId bos_ = kNoToken, eos_ = kNoToken, eot_ = kNoToken, pad_ = kNoToken, unk_ = kNoToken;
+    bool add_bos_ = false, add_eos_ = false;
+};
+
+}  // namespace tessel::vocab

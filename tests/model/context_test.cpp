@@ -1,0 +1,255 @@
+// Model loading and the decode context on a tiny random llama (tests/support/tiny_llama.hpp).
+// The forward pass itself is checked against llama.cpp and a float64 forward on SmolLM2 in
+// smollm2_test.cpp; here: batching, sequences, the cache and errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+#include "cpu/cpu_backend.hpp"
+#include "runtime/context.hpp"
+#include "runtime/perplexity.hpp"
+#include "support/test_paths.hpp"
+#include "support/tiny_llama.hpp"
+#include "tessel/errors.hpp"
+
+namespace tessel {
+namespace {
+
+using runtime::BatchToken;
+using runtime::Context;
+using runtime::ContextParams;
+using runtime::FlashAttn;
+
+std::shared_ptr<const model::Model> tiny(const test::TinyLlamaOptions& opt = {}) {
+    const auto path = test::temp_dir() / ("tiny-" + std::string(dtype_name(opt.matrix_type)) + (opt.tied_output ? "-tied" : "") + ".gguf");
+    return model::Model::load(test::write_tiny_llama(path, opt).string(), cpu::cpu_device());
+}
+
+test::TinyLlamaOptions opts(DType t, bool tied = false, std::string arch = "llama", std::string omit = "") {
+    test::TinyLlamaOptions o;
+    o.matrix_type = t;
+    o.tied_output = tied;
+    o.arch = std::move(arch);
+    o.omit = std::move(omit);
+    return o;
+}
+
+std::vector<int32_t> prompt(size_t n, int32_t salt = 0) {
+    std::vector<int32_t> t(n);
+    for (size_t i = 0; i < n; ++i) t[i] = static_cast<int32_t>((i * 37 + 11 + static_cast<size_t>(salt) * 13) % 160);
+    return t;
+}
+
+/// Logits of every token of `tokens` (seq 0, positions from `pos0`), decoded in one batch.
+std::vector<std::vector<float>> run(Context& ctx, const std::vector<int32_t>& tokens, int32_t pos0 = 0, int32_t seq = 0) {
+    std::vector<BatchToken> b;
+    for (size_t i = 0; i < tokens.size(); ++i) b.push_back({tokens[i], pos0 + static_cast<int32_t>(i), seq, true});
+    ctx.decode(b);
+    std::vector<std::vector<float>> out;
+    for (size_t i = 0; i < ctx.n_outputs(); ++i) out.emplace_back(ctx.logits(i).begin(), ctx.logits(i).end());
+    return out;
+}
+
+double nmse(const std::vector<float>& ref, const std::vector<float>& got) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < ref.size(); ++i) num += (ref[i] - got[i]) * double(ref[i] - got[i]), den += ref[i] * double(ref[i]);
+    return num / den;
+}
+
+ContextParams params(int64_t n_ubatch = 512, FlashAttn fa = FlashAttn::On) {
+    ContextParams p;
+    p.n_ctx = 128;
+    p.n_ubatch = n_ubatch;
+    p.n_threads = 2;
+    p.flash_attn = fa;
+    return p;
+}
+
+TEST(ModelLoad, ReadsHparamsAndTiesOutput) {
+    auto m = tiny(opts(DType::Q8_0, true));
+    const model::Hparams& hp = m->hparams();
+    EXPECT_EQ(hp.arch, "llama");
+    EXPECT_EQ(hp.n_layer, 2);
+    EXPECT_EQ(hp.n_embd, 128);
+    EXPECT_EQ(hp.n_head, 4);
+    EXPECT_EQ(hp.n_head_kv, 2);
+    EXPECT_EQ(hp.head_dim, 32);
+    EXPECT_EQ(hp.n_vocab, 160);
+    EXPECT_EQ(m->output(), m->tok_embd());
+    EXPECT_EQ(m->n_params(), 160 * 128 + 128 + 2 * (2 * 128 + 128 * 128 * 2 + 2 * 128 * 64 + 3 * 128 * 256));
+}
+
+TEST(ModelLoad, ErrorsNameTheProblem) {
+    auto load = [](const test::TinyLlamaOptions& opt, const char* file) {
+        model::Model::load(test::write_tiny_llama(test::temp_dir() / file, opt).string(), cpu::cpu_device());
+    };
+    try {
+        load(opts(DType::Q8_0, false, "gpt5"), "tiny-arch.gguf");
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::Unsupported);
+        EXPECT_NE(std::string(e.what()).find("unknown architecture 'gpt5'"), std::string::npos) << e.what();
+    }
+    try {
+        load(opts(DType::Q8_0, false, "llama", "blk.1.ffn_up.weight"), "tiny-missing.gguf");
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::BadModel);
+        EXPECT_NE(std::string(e.what()).find("missing tensor 'blk.1.ffn_up.weight'"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(model::Model::load((test::temp_dir() / "does-not-exist.gguf").string(), cpu::cpu_device()), Error);
+}
+
+// Every output row is computed by the same per-row arithmetic whatever the ubatch size, and
+// masked cells add exact zeros: logits must be bit-identical.
+TEST(Context, UbatchSizeDoesNotChangeLogits) {
+    for (DType t : {DType::Q8_0, DType::Q4_0, DType::F16}) {
+        auto m = tiny(opts(t));
+        const auto tokens = prompt(40);
+        Context whole(m, params(512));
+        const auto ref = run(whole, tokens);
+        for (int64_t ub : {1, 7}) {
+            Context ctx(m, params(ub));
+            const auto got = run(ctx, tokens);
+            ASSERT_EQ(got.size(), ref.size());
+            for (size_t i = 0; i < ref.size(); ++i)
+                ASSERT_EQ(0, std::memcmp(ref[i].data(), got[i].data(), ref[i].size() * sizeof(float)))
+                    << dtype_name(t) << " ub " << ub << " token " << i;
+        }
+    }
+}
+
+TEST(Context, FlashAttentionOnAndOffAgree) {
+    auto m = tiny();
+    const auto tokens = prompt(33);
+    Context on(m, params(512, FlashAttn::On)), off(m, params(512, FlashAttn::Off));
+    const auto a = run(on, tokens), b = run(off, tokens);
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_LT(nmse(a[i], b[i]), 1e-6) << "token " << i;
+}
+
+TEST(Context, Q8_0CacheIsCloseToF16) {
+    auto m = tiny();
+    const auto tokens = prompt(33);
+    ContextParams q = params();
+    q.type_k = q.type_v = "q8_0";
+    Context f16(m, params()), q8(m, q);
+    const auto a = run(f16, tokens), b = run(q8, tokens);
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_LT(nmse(a[i], b[i]), 3e-3) << "token " << i;  // Q8_0 rounding (~4e-3 relative per value), amplified by 2 random blocks
+    ContextParams bad = q;
+    bad.flash_attn = FlashAttn::Off;
+    EXPECT_THROW(Context(m, bad), Error);
+}
+
+TEST(Context, SequencesInOneBatchAreIndependent) {
+    auto m = tiny();
+    const auto a = prompt(12, 1), b = prompt(9, 2);
+    Context alone_a(m, params()), alone_b(m, params());
+    const auto ra = run(alone_a, a), rb = run(alone_b, b);
+    Context both(m, params());
+    std::vector<BatchToken> batch;
+    for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {  // interleaved
+        if (i < a.size()) batch.push_back({a[i], static_cast<int32_t>(i), 0, true});
+        if (i < b.size()) batch.push_back({b[i], static_cast<int32_t>(i), 3, true});
+    }
+    both.decode(batch);
+    size_t out = 0, ia = 0, ib = 0;
+    for (const BatchToken& e : batch) {
+        const auto got = both.logits(out++);
+        const auto& want = e.seq == 0 ? ra[ia++] : rb[ib++];
+        ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float))) << "entry " << out - 1;
+    }
+}
+
+TEST(Context, SeqCopyAndRemoveMatchFreshDecodes) {
+    auto m = tiny();
+    const auto prefix = prompt(10, 3);
+    const int32_t x = 17, y = 99, z = 5;
+    Context ctx(m, params());
+    run(ctx, prefix);
+    ctx.kv().seq_cp(0, 1, 0, -1);
+    const auto rx = run(ctx, {x}, 10, 0);
+    const auto ry = run(ctx, {y}, 10, 1);
+    ctx.kv().seq_rm(1, 10, -1);
+    EXPECT_EQ(ctx.kv().seq_pos_max(1), 9);
+    const auto rz = run(ctx, {z}, 10, 1);
+    for (auto [tok, got] : {std::pair{x, rx}, std::pair{y, ry}, std::pair{z, rz}}) {
+        Context fresh(m, params());
+        auto tokens = prefix;
+        tokens.push_back(tok);
+        const auto want = run(fresh, tokens).back();
+        ASSERT_EQ(0, std::memcmp(want.data(), got[0].data(), want.size() * sizeof(float))) << "token " << tok;
+    }
+}
+
+TEST(Context, DecodeStepsReuseTheGraph) {
+    auto m = tiny();
+    Context ctx(m, params());
+    run(ctx, prompt(8));
+    run(ctx, {1}, 8);
+    const int64_t built = ctx.graphs_built();
+    for (int32_t p = 9; p < 40; ++p) run(ctx, {static_cast<int32_t>(p)}, p);
+    EXPECT_EQ(ctx.graphs_built(), built);  // n_kv is padded: same shapes every step
+}
+
+TEST(Context, FullCacheAndBadEntriesAreErrors) {
+    auto m = tiny();
+    ContextParams p = params();
+    p.n_ctx = 16;
+    Context ctx(m, p);
+    try {
+        run(ctx, prompt(17));
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::ContextFull);
+        EXPECT_NE(std::string(e.what()).find("context is full"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(ctx.kv().seq_pos_max(0), -1);  // nothing was written
+    EXPECT_EQ(run(ctx, prompt(16)).size(), 16u);
+    try {
+        run(ctx, {160}, 16, 1);
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+        EXPECT_NE(std::string(e.what()).find("token 160 outside the vocabulary"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(run(ctx, {1}, -1, 1), Error);
+    EXPECT_THROW(run(ctx, {1}, 0, 64), Error);
+}
+
+}  // namespace
+}  // namespace tessel
+
+namespace tessel {
+namespace {
+
+// Perplexity scores the second half of each chunk from an empty cache, first token = BOS.
+TEST(Perplexity, ScoresTheSecondHalfOfEachChunk) {
+    auto m = tiny(opts(DType::Q8_0));
+    ContextParams p = params();
+    p.n_ctx = 16;
+    Context ctx(m, p);
+    const auto tokens = prompt(40, 5);  // 2 chunks of 16, 8 tokens left over
+    const auto r = runtime::perplexity(ctx, tokens, /*bos=*/3, /*n_batch=*/5);
+    EXPECT_EQ(r.chunks, 2);
+    EXPECT_EQ(r.scored, 2 * 7);
+    double sum = 0.0;
+    for (int c = 0; c < 2; ++c) {
+        Context fresh(m, p);
+        std::vector<int32_t> chunk(tokens.begin() + c * 16, tokens.begin() + c * 16 + 16);
+        chunk[0] = 3;
+        const auto logits = run(fresh, chunk);
+        for (int i = 8; i < 15; ++i) {
+            double z = 0.0;
+            for (float v : logits[i]) z += std::exp(double(v));
+            sum += std::log(z) - logits[i][static_cast<size_t>(chunk[i + 1])];
+        }
+    }
+    EXPECT_NEAR(r.ppl, std::exp(sum / 14.0), 1e-6 * r.ppl);
+    EXPECT_GT(r.error, 0.0);
+    EXPECT_THROW(runtime::perplexity(ctx, prompt(31), 3, 8), Error);  // fewer than 2 chunks
+}
+
+}  // namespace
+}  // namespace tessel

@@ -1,0 +1,59 @@
+#include "support/tiny_llama.hpp"
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gguf/writer.hpp"
+#include "quant/quant.hpp"
+
+namespace tessel::test {
+
+std::filesystem::path write_tiny_llama(const std::filesystem::path& path, const TinyLlamaOptions& opt) {
+    constexpr int64_t E = 128, L = 2, H = 4, Hkv = 2, D = 32, F = 256, V = 160;
+    gguf::Writer w;
+    w.set("general.architecture", gguf::Value::string(opt.arch));
+    w.set("general.name", gguf::Value::string("tiny-llama-test"));
+    w.set("llama.context_length", gguf::Value::u32(512));
+    w.set("llama.embedding_length", gguf::Value::u32(E));
+    w.set("llama.block_count", gguf::Value::u32(L));
+    w.set("llama.feed_forward_length", gguf::Value::u32(F));
+    w.set("llama.attention.head_count", gguf::Value::u32(H));
+    w.set("llama.attention.head_count_kv", gguf::Value::u32(Hkv));
+    w.set("llama.attention.layer_norm_rms_epsilon", gguf::Value::f32(1e-5f));
+    w.set("llama.rope.freq_base", gguf::Value::f32(10000.0f));
+
+    std::mt19937 rng(opt.seed);
+    auto add = [&](const std::string& name, int64_t k, int64_t n, float scale, DType type) {
+        if (name == opt.omit) return;
+        std::normal_distribution<float> dist(0.0f, scale);
+        std::vector<float> values(static_cast<size_t>(k * n));
+        for (float& v : values) v = type == DType::F32 && n == 1 ? 1.0f + dist(rng) : dist(rng);
+        std::vector<uint8_t> bytes(dtype_row_bytes(type, k) * static_cast<size_t>(n));
+        for (int64_t r = 0; r < n; ++r)
+            quant::quantize_row(type, values.data() + r * k, bytes.data() + r * dtype_row_bytes(type, k), k);
+        std::vector<int64_t> ne{k};
+        if (n > 1) ne.push_back(n);
+        w.add_tensor(name, type, ne, bytes.data(), bytes.size());
+    };
+    const DType m = opt.matrix_type;
+    add("token_embd.weight", E, V, 1.0f, m);
+    add("output_norm.weight", E, 1, 0.1f, DType::F32);
+    if (!opt.tied_output) add("output.weight", E, V, 0.1f, m);
+    for (int64_t il = 0; il < L; ++il) {
+        const std::string b = "blk." + std::to_string(il) + ".";
+        add(b + "attn_norm.weight", E, 1, 0.1f, DType::F32);
+        add(b + "attn_q.weight", E, H * D, 0.15f, m);
+        add(b + "attn_k.weight", E, Hkv * D, 0.15f, m);
+        add(b + "attn_v.weight", E, Hkv * D, 0.15f, m);
+        add(b + "attn_output.weight", H * D, E, 0.1f, m);
+        add(b + "ffn_norm.weight", E, 1, 0.1f, DType::F32);
+        add(b + "ffn_gate.weight", E, F, 0.1f, m);
+        add(b + "ffn_up.weight", E, F, 0.1f, m);
+        add(b + "ffn_down.weight", F, E, 0.1f, m);
+    }
+    w.write_file(path.string());
+    return path;
+}
+
+}  // namespace tessel::test

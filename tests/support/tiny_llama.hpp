@@ -1,0 +1,25 @@
+// A small llama-architecture GGUF with seeded random weights, for model and runtime tests:
+// 2 blocks, n_embd 128, 4 heads of 32 over 2 KV heads (grouped-query attention), n_ff 256,
+// vocabulary 160, training context 512, rope base 10000.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "core/dtype.hpp"
+
+namespace tessel::test {
+
+struct TinyLlamaOptions {
+    DType matrix_type = DType::Q8_0;  ///< type of the 2-D weights (norms stay F32)
+    bool tied_output = false;         ///< omit output.weight (use token_embd)
+    uint32_t seed = 7;
+    std::string arch = "llama";  ///< general.architecture (the keys stay llama.*)
+    std::string omit;            ///< name of a tensor to leave out ("" = none)
+};
+
+/// Writes the model to `path` (overwritten) and returns path.
+std::filesystem::path write_tiny_llama(const std::filesystem::path& path, const TinyLlamaOptions& opt = {});
+
+}  // namespace tessel::test

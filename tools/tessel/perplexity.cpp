@@ -1,0 +1,40 @@
+// `tessel perplexity -m FILE -f TEXT [-c 512] [-b N]`: perplexity as llama-perplexity reports it.
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "commands.hpp"
+#include "run_options.hpp"
+#include "runtime/perplexity.hpp"
+
+namespace tessel::cli {
+
+void add_perplexity_command(CLI::App& app) {
+    struct Options {
+        ModelOptions model;
+        std::string file;
+    };
+    auto o = std::make_shared<Options>();
+    o->model.n_ctx = 512;
+    CLI::App* cmd = app.add_subcommand("perplexity", "Perplexity of a text file (chunks of -c tokens, second halves scored)");
+    add_model_options(*cmd, o->model);
+    cmd->add_option("-f,--file", o->file, "Text file")->required();
+    cmd->callback([o] {
+        std::ifstream in(o->file, std::ios::binary);
+        if (!in) throw Error(ErrorCode::Io, "cannot read " + o->file);
+        std::ostringstream text;
+        text << in.rdbuf();
+        if (o->model.n_ctx == 0) throw Error(ErrorCode::InvalidArgument, "perplexity needs -c > 0");
+        auto model = load_model(o->model);
+        const std::vector<int32_t> tokens = model->tokenize(text.str(), true, false);
+        Context ctx(model, context_params(o->model));
+        std::fprintf(stderr, "tessel: %zu tokens, %lld chunks of %lld\n", tokens.size(),
+                     static_cast<long long>(tokens.size() / ctx.n_ctx()), static_cast<long long>(ctx.n_ctx()));
+        const auto r = runtime::perplexity(ctx.impl(), tokens, model->adds_bos() ? model->bos() : -1, o->model.n_batch,
+                                           [](int64_t c, double ppl) { std::fprintf(stderr, "[%lld]%.4f,", static_cast<long long>(c + 1), ppl); });
+        std::fprintf(stderr, "\n");
+        std::printf("Final estimate: PPL = %.4f +/- %.5f\n", r.ppl, r.error);
+    });
+}
+
+}  // namespace tessel::cli

@@ -1,0 +1,161 @@
+// `tessel run` (one prompt, streamed continuation) and `tessel chat` (interactive, the KV cache
+// kept between turns).
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "commands.hpp"
+#include "run_options.hpp"
+#include "runtime/chat_template.hpp"
+#include "runtime/generate.hpp"
+#include "vocab/detokenize.hpp"
+#include "vocab/tokenizer.hpp"
+
+namespace tessel::cli {
+namespace {
+
+struct RunOptions {
+    ModelOptions model;
+    SamplerParams sampling;
+    std::string prompt, prompt_file;
+    int64_t n_predict = -1;
+    bool chat = false;
+    std::string chat_template;  ///< override by name
+    std::string system;
+};
+
+runtime::ChatTemplate chat_template_for(const Model& m, const std::string& name) {
+    if (!name.empty()) return runtime::chat_template_from_name(name);
+    return runtime::detect_chat_template(m.chat_template());
+}
+
+/// Streams generated tokens to stdout as whole UTF-8 characters.
+class Printer {
+public:
+    explicit Printer(const Model& m) : m_(m) {}
+    void operator()(int32_t tok) { write(stream_.push(m_.token_to_piece(tok))); }
+    void finish() { write(stream_.flush()); }
+
+private:
+    void write(const std::string& s) {
+        std::fwrite(s.data(), 1, s.size(), stdout);
+        std::fflush(stdout);
+    }
+    const Model& m_;
+    vocab::Utf8Stream stream_;
+};
+
+void report(const runtime::GenerateStats& st, int64_t n_ctx) {
+    if (st.stop == runtime::StopReason::ContextFull)
+        std::fprintf(stderr, "\ntessel: the context is full (%lld tokens): generation stopped (raise -c)\n", static_cast<long long>(n_ctx));
+    std::fprintf(stderr, "\ntessel: prompt %lld tokens, %.2f tokens/s; generated %lld tokens, %.2f tokens/s\n",
+                 static_cast<long long>(st.n_prompt), st.t_prompt > 0 ? st.n_prompt / st.t_prompt : 0.0,
+                 static_cast<long long>(st.n_generated), st.t_generate > 0 ? st.n_generated / st.t_generate : 0.0);
+}
+
+std::string read_file(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) throw Error(ErrorCode::Io, "cannot read prompt file " + path);
+    std::ostringstream s;
+    s << f.rdbuf();
+    return s.str();
+}
+
+void run(const RunOptions& o) {
+    const std::string text = o.prompt_file.empty() ? o.prompt : read_file(o.prompt_file);
+    auto model = load_model(o.model);
+    std::vector<int32_t> tokens;
+    if (o.chat) {
+        const runtime::ChatTemplate tmpl = chat_template_for(*model, o.chat_template);
+        std::vector<runtime::ChatMessage> msgs;
+        if (!o.system.empty()) msgs.push_back({"system", o.system});
+        msgs.push_back({"user", text});
+        tokens = model->tokenize(runtime::format_chat(tmpl, msgs), true, true);
+    } else {
+        tokens = model->tokenize(text, true, false);
+    }
+    Context ctx(model, context_params(o.model));
+    Sampler sampler(o.sampling, static_cast<int32_t>(model->info().n_vocab));
+    runtime::GenerateParams gp;
+    gp.n_predict = o.n_predict;
+    gp.n_batch = o.model.n_batch;
+    Printer print(*model);
+    int32_t n_past = 0;
+    const auto st = runtime::generate(ctx, *model, sampler, tokens, n_past, gp, [&](int32_t t) { print(t); });
+    print.finish();
+    std::fputc('\n', stdout);
+    report(st, ctx.n_ctx());
+}
+
+/// Interactive chat: each turn re-renders the conversation, keeps the cached prefix that still
+/// matches its tokens and decodes the rest.
+void chat(const RunOptions& o) {
+    auto model = load_model(o.model);
+    const runtime::ChatTemplate tmpl = chat_template_for(*model, o.chat_template);
+    Context ctx(model, context_params(o.model));
+    Sampler sampler(o.sampling, static_cast<int32_t>(model->info().n_vocab));
+    std::vector<runtime::ChatMessage> msgs;
+    if (!o.system.empty()) msgs.push_back({"system", o.system});
+    std::vector<int32_t> cached;  // tokens in the cache, in order
+    std::fprintf(stderr, "tessel chat: %s format; an empty line or end of input ends the chat\n", runtime::chat_format_name(tmpl.format));
+    std::string line;
+    while (std::fputs("> ", stderr), std::getline(std::cin, line) && !line.empty()) {
+        msgs.push_back({"user", line});
+        const std::vector<int32_t> all = model->tokenize(runtime::format_chat(tmpl, msgs), true, true);
+        size_t keep = 0;
+        while (keep < cached.size() && keep < all.size() && cached[keep] == all[keep]) ++keep;
+        if (keep == all.size()) --keep;  // decode at least one token to get logits
+        ctx.seq_rm(0, static_cast<int32_t>(keep), -1);
+        cached.resize(keep);
+        int32_t n_past = static_cast<int32_t>(keep);
+        std::string reply;
+        Printer print(*model);
+        runtime::GenerateParams gp;
+        gp.n_predict = o.n_predict;
+        gp.n_batch = o.model.n_batch;
+        std::vector<int32_t> generated;
+        const std::vector<int32_t> fresh(all.begin() + static_cast<std::ptrdiff_t>(keep), all.end());
+        const auto st = runtime::generate(ctx, *model, sampler, fresh, n_past, gp, [&](int32_t t) {
+            print(t);
+            generated.push_back(t);
+            reply += model->token_to_piece(t);
+        });
+        print.finish();
+        std::fputc('\n', stdout);
+        cached.insert(cached.end(), fresh.begin(), fresh.end());
+        cached.insert(cached.end(), generated.begin(), generated.begin() + (n_past - static_cast<int32_t>(cached.size())));
+        msgs.push_back({"assistant", reply});
+        report(st, ctx.n_ctx());
+        if (st.stop == runtime::StopReason::ContextFull) break;
+    }
+}
+
+}  // namespace
+
+void add_run_commands(CLI::App& app) {
+    for (const bool interactive : {false, true}) {
+        auto o = std::make_shared<RunOptions>();
+        CLI::App* cmd = interactive ? app.add_subcommand("chat", "Chat interactively with a model (stdin lines are user turns)")
+                                    : app.add_subcommand("run", "Generate text from a prompt, streamed to stdout");
+        add_model_options(*cmd, o->model);
+        add_sampling_options(*cmd, o->sampling);
+        cmd->add_option("-n,--n-predict", o->n_predict, "Tokens to generate (-1: until end of generation or context)");
+        cmd->add_option("--chat-template", o->chat_template, "Chat format: chatml, llama3, gemma, phi3 (default: detected)");
+        cmd->add_option("--system-prompt", o->system, "System message for chat formatting (also -sys)");
+        if (!interactive) {
+            CLI::Option* p = cmd->add_option("-p,--prompt", o->prompt, "Prompt text");
+            CLI::Option* f = cmd->add_option("-f,--file", o->prompt_file, "Read the prompt from a file")->excludes(p);
+            p->excludes(f);
+            cmd->add_flag("--chat", o->chat, "Format the prompt as a user turn of the model's chat template");
+            cmd->callback([o, p, f] {
+                if (p->count() == 0 && f->count() == 0) throw CLI::RequiredError("run: -p PROMPT or -f FILE");
+                run(*o);
+            });
+        } else {
+            cmd->callback([o] { chat(*o); });
+        }
+    }
+}
+
+}  // namespace tessel::cli

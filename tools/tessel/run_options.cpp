@@ -1,0 +1,56 @@
+#include "run_options.hpp"
+
+#include <chrono>
+#include <cstdio>
+
+#include "runtime/model_fetch.hpp"
+
+namespace tessel::cli {
+
+void add_model_options(CLI::App& cmd, ModelOptions& o) {
+    cmd.add_option("-m,--model", o.model, "GGUF model file (default: $TESSEL_MODEL, else SmolLM2-135M-Instruct Q4_1, fetched once)");
+    cmd.add_option("--device", o.device, "Device to run on")->check(CLI::IsMember({"cpu"}));
+    cmd.add_option("-c,--ctx-size", o.n_ctx, "Context size, tokens (0: the model's, at most 4096)")->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+    cmd.add_option("-t,--threads", o.n_threads, "CPU threads (0: physical cores)")->check(CLI::Range(0, 1024));
+    cmd.add_option("-b,--batch-size", o.n_batch, "Prompt tokens per decode call")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+    cmd.add_option("--ubatch-size", o.n_ubatch, "Tokens per forward graph (also -ub)")->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
+    cmd.add_option("--flash-attn", o.flash_attn, "Fused attention: on, off or auto (also -fa)")->check(CLI::IsMember({"on", "off", "auto"}));
+    cmd.add_option("--cache-type-k", o.type_k, "K cache type: f16, f32, q8_0 (also -ctk)")->check(CLI::IsMember({"f16", "f32", "q8_0"}));
+    cmd.add_option("--cache-type-v", o.type_v, "V cache type: f16, f32, q8_0; q8_0 needs -fa on (also -ctv)")->check(CLI::IsMember({"f16", "f32", "q8_0"}));
+}
+
+void add_sampling_options(CLI::App& cmd, SamplerParams& s) {
+    cmd.add_option("--temp", s.temp, "Temperature (<= 0: greedy)");
+    cmd.add_option("--top-k", s.top_k, "Top-k (0: off)");
+    cmd.add_option("--top-p", s.top_p, "Top-p (1: off)");
+    cmd.add_option("--min-p", s.min_p, "Min-p (0: off)");
+    cmd.add_option("--repeat-penalty", s.repeat_penalty, "Repetition penalty (1: off)");
+    cmd.add_option("--repeat-last-n", s.repeat_last_n, "Tokens of history the penalties look at");
+    cmd.add_option("--presence-penalty", s.presence_penalty, "Presence penalty (0: off)");
+    cmd.add_option("--frequency-penalty", s.frequency_penalty, "Frequency penalty (0: off)");
+    cmd.add_option("--seed", s.seed, "RNG seed (4294967295 = random)");
+}
+
+std::shared_ptr<const Model> load_model(const ModelOptions& o) {
+    const auto path = runtime::resolve_model(o.model);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto m = Model::load(path.string());
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const ModelInfo& i = m->info();
+    std::fprintf(stderr, "tessel: loaded %s (%s, %s, %.1f M params, %.1f MiB) in %.2f s\n", i.file.c_str(), i.arch.c_str(),
+                 i.type.c_str(), static_cast<double>(i.n_params) / 1e6, static_cast<double>(i.size) / (1 << 20), s);
+    return m;
+}
+
+ContextParams context_params(const ModelOptions& o) {
+    ContextParams p;
+    p.n_ctx = o.n_ctx;
+    p.n_threads = o.n_threads;
+    p.n_ubatch = o.n_ubatch;
+    p.flash_attn = o.flash_attn == "on" ? FlashAttn::On : o.flash_attn == "off" ? FlashAttn::Off : FlashAttn::Auto;
+    p.type_k = o.type_k;
+    p.type_v = o.type_v;
+    return p;
+}
+
+}  // namespace tessel::cli

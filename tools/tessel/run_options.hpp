@@ -1,0 +1,38 @@
+// Flags shared by the commands that load a model and decode (run, chat, perplexity), with
+// llama.cpp's names and defaults.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+
+#include "tessel/engine.hpp"
+#include "tessel/sampling.hpp"
+
+namespace tessel::cli {
+
+struct ModelOptions {
+    std::string model;         ///< -m; "" = $TESSEL_MODEL or the default model
+    std::string device = "cpu";
+    int64_t n_ctx = 0;         ///< -c
+    int n_threads = 0;         ///< -t
+    int64_t n_batch = 2048;    ///< -b
+    int64_t n_ubatch = 512;    ///< -ub
+    std::string flash_attn = "auto";  ///< -fa on|off|auto
+    std::string type_k = "f16", type_v = "f16";
+};
+
+/// Registers -m, --device, -c, -t, -b, -ub, -fa, -ctk, -ctv on cmd.
+void add_model_options(CLI::App& cmd, ModelOptions& o);
+/// Registers --temp, --top-k, --top-p, --min-p, --repeat-penalty, --repeat-last-n,
+/// --presence-penalty, --frequency-penalty, --seed on cmd.
+void add_sampling_options(CLI::App& cmd, SamplerParams& s);
+
+/// Resolves the model path (-m, $TESSEL_MODEL, the cached default, fetched on first use),
+/// loads it and reports the load time on stderr.
+std::shared_ptr<const Model> load_model(const ModelOptions& o);
+/// Context parameters from the flags.
+ContextParams context_params(const ModelOptions& o);
+
+}  // namespace tessel::cli
