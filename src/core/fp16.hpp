@@ -13,6 +13,11 @@ namespace tessel {
 
 struct CpuFeatures;  // core/cpu_features.hpp
 
+// The scalar conversions have internal linkage (unnamed namespace): ISA translation units use
+// them too, and a shared inline copy compiled with ISA flags could otherwise be the one the
+// linker keeps for generic callers.
+namespace {
+
 inline uint32_t f32_bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
 inline float f32_from_bits(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
 
@@ -68,6 +73,8 @@ inline uint16_t fp32_to_bf16(float f) {
     if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
     return static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
+
+}  // namespace
 
 /// Convert n halves to floats (F16C when usable). Throws tessel::Error if TESSEL_CPU_ISA is invalid.
 void fp16_to_fp32_row(const uint16_t* src, float* dst, int64_t n);

@@ -25,6 +25,19 @@ const std::vector<const FastKernel*>& all_kernels() {
 
 }  // namespace
 
+bool has_avx2_tier(const CpuFeatures& f) { return f.avx2 && f.fma && f.f16c; }
+bool has_avx512_tier(const CpuFeatures& f) { return has_avx2_tier(f) && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq; }
+bool has_avx512vnni_tier(const CpuFeatures& f) { return has_avx512_tier(f) && f.avx512vnni; }
+size_t no_work(const Tensor&, int) { return 0; }
+
+void thread_rows(int64_t n, const ThreadContext& ctx, int64_t& begin, int64_t& end) {
+    const int64_t per = (n + ctx.nth - 1) / ctx.nth;
+    begin = per * ctx.ith < n ? per * ctx.ith : n;
+    end = begin + per < n ? begin + per : n;
+}
+
+bool f32_rows(const Tensor& t) { return t.type == DType::F32 && t.nb[0] == sizeof(float); }
+
 const char* kernel_path_name(const FastKernel& k, const Tensor& dst) {
     if (!k.gemv_name) return k.name;
     const bool one_row = (dst.op == Op::MUL_MAT && dst.src[1]->ne[1] == 1) ||

@@ -35,29 +35,26 @@ struct FastKernel {
 const char* kernel_path_name(const FastKernel& k, const Tensor& dst);
 
 // ---- helpers shared by the kernels (architecture-neutral) ------------------------------------
+// Defined out of line in kernel.cpp (built without ISA flags): an inline function compiled inside
+// an ISA translation unit could be the copy the linker keeps for every caller, and would then run
+// ISA instructions on CPUs that lack them.
 
 /// The avx2 tier's features (AVX2, FMA, F16C): what every *_avx2.cpp kernel requires.
-inline bool has_avx2_tier(const CpuFeatures& f) { return f.avx2 && f.fma && f.f16c; }
+bool has_avx2_tier(const CpuFeatures& f);
 /// The avx512 tier's features (avx2 tier + AVX-512 F, BW, VL, DQ): what *_avx512.cpp requires.
-inline bool has_avx512_tier(const CpuFeatures& f) {
-    return has_avx2_tier(f) && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq;
-}
+bool has_avx512_tier(const CpuFeatures& f);
 /// The avx512vnni tier's features (avx512 tier + AVX-512 VNNI): what *_avx512vnni.cpp requires.
-inline bool has_avx512vnni_tier(const CpuFeatures& f) { return has_avx512_tier(f) && f.avx512vnni; }
+bool has_avx512vnni_tier(const CpuFeatures& f);
 
 /// work_size for kernels that need no shared work buffer.
-inline size_t no_work(const Tensor&, int) { return 0; }
+size_t no_work(const Tensor&, int);
 
 /// This thread's contiguous share [begin, end) of n rows (equal ranges in thread order), so a
 /// row is computed the same way whichever thread count runs it.
-inline void thread_rows(int64_t n, const ThreadContext& ctx, int64_t& begin, int64_t& end) {
-    const int64_t per = (n + ctx.nth - 1) / ctx.nth;
-    begin = per * ctx.ith < n ? per * ctx.ith : n;
-    end = begin + per < n ? begin + per : n;
-}
+void thread_rows(int64_t n, const ThreadContext& ctx, int64_t& begin, int64_t& end);
 
 /// F32 tensor whose rows are contiguous (element stride 4 bytes; other strides free).
-inline bool f32_rows(const Tensor& t) { return t.type == DType::F32 && t.nb[0] == sizeof(float); }
+bool f32_rows(const Tensor& t);
 
 /// The fast kernel for node dst under features f, or nullptr (the reference kernel runs).
 const FastKernel* select_kernel(const Tensor& dst, const CpuFeatures& f);
