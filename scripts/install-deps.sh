@@ -9,16 +9,14 @@ PINNED=(
   "nlohmann-json3-dev=3.11.2-2"
   "libgtest-dev=1.12.1-0.2"
   "googletest=1.12.1-0.2"   # GoogleTest sources (/usr/src/googletest), built for the aarch64 cross build
-  "libssl-dev=3.0.22-1~deb12u2"   # libcrypto: SHA-256 of fetched models (bookworm-security)
-  "libpcre2-dev=10.42-1+deb12u2"  # pre-tokenizer regexes (src/vocab)
 )
-# Target libraries for the aarch64 cross build, from Debian's arm64 archive through multiarch
-# (dpkg --add-architecture arm64). One entry per library; a Multi-Arch: same package must have
-# exactly the host package's version.
-ARM64_PINNED=(
-  "libssl-dev:arm64=3.0.22-1~deb12u2"
-  "libpcre2-dev:arm64=10.42-1+deb12u2"
-)
+# Libraries that Debian 12 updates through bookworm-security (libssl-dev: libcrypto for the SHA-256
+# of fetched models; libpcre2-dev: the pre-tokenizer regexes) cannot be pinned to one version: the
+# security archive keeps only the newest, so a pin would break on the next update. They are
+# installed unpinned and their API level is checked by CMake (OpenSSL >= 3.0, PCRE2 >= 10.42).
+# The :arm64 copies (Debian multiarch, dpkg --add-architecture arm64) serve the aarch64 cross
+# build; a Multi-Arch: same package gets the host's version when both are installed together.
+SECURITY_UPDATED=(libssl-dev libpcre2-dev libssl-dev:arm64 libpcre2-dev:arm64)
 # g++-aarch64-linux-gnu + qemu-user-static: the aarch64 cross build and its tests under QEMU.
 # qemu-user-static is not pinned: its Debian 12 version moves with every security update.
 UNPINNED=(cmake ninja-build g++ clang libclang-rt-14-dev python3 g++-aarch64-linux-gnu qemu-user-static)
@@ -34,13 +32,13 @@ status_of() {
 }
 
 missing=()
-for spec in "${PINNED[@]}" "${ARM64_PINNED[@]}"; do
+for spec in "${PINNED[@]}"; do
   pkg=${spec%%=*}; ver=${spec#*=}
   have=$(status_of "$pkg")
   [[ "$have" == "install ok installed $ver" ]] || missing+=("$spec")
 done
-for pkg in "${UNPINNED[@]}"; do
-  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+for pkg in "${UNPINNED[@]}" "${SECURITY_UPDATED[@]}"; do
+  [[ $(status_of "$pkg") == "install ok installed"* ]] || missing+=("$pkg")
 done
 
 if ((${#missing[@]} == 0)); then

@@ -35,4 +35,9 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)
 # Run target executables (gtest_discover_tests' listing, add_test, try_run) under QEMU.
 # -cpu max enables every extension QEMU emulates (SVE, SVE2, i8mm, bf16, SME, ...), so run-time
 # ISA dispatch takes its most capable path.
-set(CMAKE_CROSSCOMPILING_EMULATOR "qemu-aarch64-static;-cpu;max;-L;/usr/aarch64-linux-gnu")
+# The C library at run time is the multiarch one (libc6:arm64, pulled in by the arm64 -dev
+# packages), loader included: "-L /" maps the binary's /lib/ld-linux-aarch64.so.1 to it. Loading
+# it together with the cross toolchain's own libc (a different build of glibc) hangs threads, so
+# the search path puts the multiarch folders first and the cross folder (for libstdc++) last.
+set(CMAKE_CROSSCOMPILING_EMULATOR
+    "qemu-aarch64-static;-cpu;max;-L;/;-E;LD_LIBRARY_PATH=/lib/aarch64-linux-gnu:/usr/lib/aarch64-linux-gnu:/usr/aarch64-linux-gnu/lib")
