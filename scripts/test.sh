@@ -70,5 +70,19 @@ cmake -S . -B build-arm64 -G Ninja -DCMAKE_BUILD_TYPE=Release \
 cmake --build build-arm64 --target test_unit test_gguf test_model tessel_cli
 (cd build-arm64 && ctest -L 'unit|gguf|ops|model' --output-on-failure -j2)
 
+phase "test-ops CI subset at every CPU tier (TESSEL_CPU_ISA caps what kernels may use)"
+case "$(uname -m)" in
+  x86_64) tiers="scalar avx2 avx512 avx512vnni amx" ;;
+  *) tiers="scalar" ;;
+esac
+for tier in $tiers; do
+  if ! out=$(TESSEL_CPU_ISA=$tier build/bin/tessel test-ops --ci --threads 1,2); then
+    grep -E "FAIL" <<<"$out" || true
+    echo "test-ops FAILED at TESSEL_CPU_ISA=$tier"
+    exit 1
+  fi
+  echo "-- TESSEL_CPU_ISA=$tier: $(tail -n 1 <<<"$out")"
+done
+
 phase "all tests (release)"
 (cd build && ctest --output-on-failure -j2)
