@@ -194,21 +194,8 @@ struct MXFP4K : VnniKernel<avx2::DecMXFP4, block_q8_0, DType::MXFP4, DType::Q8_0
     static constexpr const char* kGemvName = "mxfp4_q8_0_gemv_1x8_avx512vnni";
 };
 
-constexpr FastKernel kMulMat[] = {mm::mul_mat_kernel<Q8_0K>(),  mm::mul_mat_kernel<Q4_0K>(),   mm::mul_mat_kernel<Q4_1K>(),
-                                  mm::mul_mat_kernel<Q5_0K>(),  mm::mul_mat_kernel<Q5_1K>(),   mm::mul_mat_kernel<IQ4_NLK>(),
-                                  mm::mul_mat_kernel<MXFP4K>()};
-constexpr FastKernel kMulMatId[] = {mm::mul_mat_id_kernel<Q8_0K>(), mm::mul_mat_id_kernel<Q4_0K>(),
-                                    mm::mul_mat_id_kernel<Q4_1K>(), mm::mul_mat_id_kernel<Q5_0K>(),
-                                    mm::mul_mat_id_kernel<Q5_1K>(), mm::mul_mat_id_kernel<IQ4_NLK>(),
-                                    mm::mul_mat_id_kernel<MXFP4K>()};
-
 }  // namespace
 
-std::vector<const FastKernel*> avx512vnni_mul_mat_kernels() {
-    std::vector<const FastKernel*> out;
-    for (const FastKernel& k : kMulMat) out.push_back(&k);
-    for (const FastKernel& k : kMulMatId) out.push_back(&k);
-    return out;
-}
+std::vector<const FastKernel*> avx512vnni_mul_mat_kernels() { return mm::kernel_table<Q8_0K, Q4_0K, Q4_1K, Q5_0K, Q5_1K, IQ4_NLK, MXFP4K>(); }
 
 }  // namespace tessel::cpu

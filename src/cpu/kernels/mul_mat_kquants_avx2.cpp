@@ -45,19 +45,8 @@ struct IQ4_XSK : KQuantKernel<avx2::DecIQ4_XS, DType::IQ4_XS> {
     static constexpr const char* kGemvName = "iq4_xs_q8_K_gemv_1x4_avx2";
 };
 
-constexpr FastKernel kMulMat[] = {mm::mul_mat_kernel<Q2_KK>(), mm::mul_mat_kernel<Q3_KK>(), mm::mul_mat_kernel<Q4_KK>(),
-                                  mm::mul_mat_kernel<Q5_KK>(), mm::mul_mat_kernel<Q6_KK>(), mm::mul_mat_kernel<IQ4_XSK>()};
-constexpr FastKernel kMulMatId[] = {mm::mul_mat_id_kernel<Q2_KK>(), mm::mul_mat_id_kernel<Q3_KK>(),
-                                    mm::mul_mat_id_kernel<Q4_KK>(), mm::mul_mat_id_kernel<Q5_KK>(),
-                                    mm::mul_mat_id_kernel<Q6_KK>(), mm::mul_mat_id_kernel<IQ4_XSK>()};
-
 }  // namespace
 
-std::vector<const FastKernel*> avx2_kquant_mul_mat_kernels() {
-    std::vector<const FastKernel*> out;
-    for (const FastKernel& k : kMulMat) out.push_back(&k);
-    for (const FastKernel& k : kMulMatId) out.push_back(&k);
-    return out;
-}
+std::vector<const FastKernel*> avx2_kquant_mul_mat_kernels() { return mm::kernel_table<Q2_KK, Q3_KK, Q4_KK, Q5_KK, Q6_KK, IQ4_XSK>(); }
 
 }  // namespace tessel::cpu
