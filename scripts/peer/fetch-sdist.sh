@@ -14,7 +14,7 @@ set -euo pipefail
 
 version=0.3.36
 sha256=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
-python=${PYTHON:-python3}
+python=${PYTHON:-python3}  # only its standard library is used
 
 peer=${TESSEL_PEER_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tessel/peer}
 dest="$peer/llama-cpp-python-$version"
@@ -27,9 +27,22 @@ trap 'rm -rf "$work"' EXIT
 
 if [[ ! -f "$dest/$marker" ]]; then
     echo "fetch-sdist: downloading llama-cpp-python $version (sdist, ~75 MB)" >&2
-    "$python" -m pip download --no-deps --no-binary :all: --disable-pip-version-check -q \
-        -d "$work/download" "llama-cpp-python==$version" >&2
-    tarball="$work/download/llama_cpp_python-$version.tar.gz"
+    # The file itself, located through PyPI's simple index (PEP 503): `pip download` of an sdist
+    # would first build its metadata, fetching and building the whole build backend from source.
+    tarball="$work/llama_cpp_python-$version.tar.gz"
+    "$python" - "$version" "$tarball" <<'PY'
+import re, sys, urllib.request
+version, out = sys.argv[1], sys.argv[2]
+name = f"llama_cpp_python-{version}.tar.gz"
+with urllib.request.urlopen("https://pypi.org/simple/llama-cpp-python/", timeout=60) as r:
+    links = re.findall(r'href="([^"#]+)', r.read().decode())
+urls = [u for u in links if u.endswith("/" + name)]
+if not urls:
+    sys.exit(f"fetch-sdist: PyPI's index lists no {name}")
+with urllib.request.urlopen(urls[0], timeout=600) as r, open(out, "wb") as f:
+    while chunk := r.read(1 << 20):
+        f.write(chunk)
+PY
     if ! echo "$sha256  $tarball" | sha256sum --check --quiet - >&2; then
         echo "fetch-sdist: sha256 of $(basename "$tarball") differs from the pinned one" >&2
         exit 1
