@@ -19,6 +19,11 @@ double nll(std::span<const float> logits, int32_t target) {
 
 }  // namespace
 
+std::string_view perplexity_text(std::string_view contents) {
+    if (!contents.empty() && contents.back() == '\n') contents.remove_suffix(1);
+    return contents;
+}
+
 PerplexityResult perplexity(Context& ctx, std::span<const int32_t> tokens, int32_t bos, int64_t n_batch,
                             const std::function<void(int64_t, double)>& progress) {
     const int64_t n_ctx = ctx.n_ctx();

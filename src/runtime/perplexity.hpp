@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <string_view>
 
 #include "runtime/context.hpp"
 
@@ -19,6 +20,10 @@ struct PerplexityResult {
     int64_t chunks = 0;   ///< chunks scored
     int64_t scored = 0;   ///< tokens scored
 };
+
+/// The text llama-perplexity evaluates for a file's contents: the contents without one trailing
+/// '\n' (llama.cpp's common `-f` rule). Returns a view into `contents`.
+std::string_view perplexity_text(std::string_view contents);
 
 /// Perplexity of `tokens` with chunks of ctx.n_ctx() tokens, decoded n_batch at a time
 /// (bos >= 0: replaces each chunk's first token). progress(chunk, ppl_so_far) is called after

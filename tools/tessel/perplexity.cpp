@@ -26,7 +26,7 @@ void add_perplexity_command(CLI::App& app) {
         text << in.rdbuf();
         if (o->model.n_ctx == 0) throw Error(ErrorCode::InvalidArgument, "perplexity needs -c > 0");
         auto model = load_model(o->model);
-        const std::vector<int32_t> tokens = model->tokenize(text.str(), true, false);
+        const std::vector<int32_t> tokens = model->tokenize(runtime::perplexity_text(text.str()), true, false);
         Context ctx(model, context_params(o->model));
         std::fprintf(stderr, "tessel: %zu tokens, %lld chunks of %lld\n", tokens.size(),
                      static_cast<long long>(tokens.size() / ctx.n_ctx()), static_cast<long long>(ctx.n_ctx()));
