@@ -5,7 +5,7 @@
 #      tokenizer conformance test reads llama.cpp's vocab test files from it
 #   2. release build (build/), sanitizer build (build-asan/), libFuzzer build (build-fuzz/, clang)
 #   3. fuzz the GGUF reader for TESSEL_FUZZ_SECONDS (default 60) from tests/fuzz/corpus
-#   4. sanitizer run of the unit, GGUF and test-ops tests
+#   4. sanitizer run of the unit, GGUF, test-ops, model and CLI tests
 #   5. ThreadSanitizer build of test_unit only (build-tsan/) and a run of the thread-pool tests
 #   6. aarch64 cross build (build-arm64/, cmake/toolchains/aarch64-linux-gnu.cmake) and its unit,
 #      GGUF and test-ops tests under QEMU user-mode emulation (qemu-aarch64-static -cpu max)
@@ -56,8 +56,8 @@ if ! (cd "$work" && "$root/build-fuzz/tests/fuzz/fuzz_gguf" -max_total_time="$fu
 fi
 tail -n 12 "$work/fuzz.log"
 
-phase "sanitizer tests (unit, gguf, ops, model)"
-(cd build-asan && ctest -L 'unit|gguf|ops|model' --output-on-failure -j2)
+phase "sanitizer tests (unit, gguf, ops, model, cli)"
+(cd build-asan && ctest -L 'unit|gguf|ops|model|cli' --output-on-failure -j2)
 
 phase "thread sanitizer: thread-pool tests"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSEL_TSAN=ON

@@ -55,11 +55,12 @@ public:
         const CpuFeatures& features = usable_cpu_features();
         for (Tensor* node : nodes) {
             if (op_is_view(node->op)) continue;
+            const bool solo = node_bytes(*node) < kSoloBytes;
             if (const FastKernel* k = select_kernel(*node, features)) {
                 void* work = work_buffer(k->work_size(*node, pool_.size()));
-                pool_.run([node, k, work](ThreadContext& ctx) { k->run(*node, ctx, work); });
+                run(solo, [node, k, work](ThreadContext& ctx) { k->run(*node, ctx, work); });
             } else {
-                pool_.run([node](ThreadContext& ctx) { ref::compute(*node, ctx); });
+                run(solo, [node](ThreadContext& ctx) { ref::compute(*node, ctx); });
             }
         }
     }
@@ -72,6 +73,28 @@ public:
     void event_wait(Event& e) override { e.synchronize(); }
 
 private:
+    /// Nodes that touch fewer bytes than this run on the calling thread alone: handing a few
+    /// microseconds of work to the workers costs more than it saves (decode-time norms,
+    /// element-wise ops, RoPE and cache writes), and every hand-over is a chance to wait for a
+    /// descheduled worker on a busy machine.
+    static constexpr size_t kSoloBytes = 64 * 1024;
+
+    /// Bytes of the node's output and inputs.
+    static size_t node_bytes(const Tensor& node) {
+        size_t bytes = node.n_bytes();
+        for (const Tensor* s : node.src)
+            if (s) bytes += s->n_bytes();
+        return bytes;
+    }
+
+    template <class F>
+    void run(bool solo, F&& fn) {
+        if (solo)
+            pool_.run_solo(fn);
+        else
+            pool_.run(fn);
+    }
+
     /// The shared work buffer, grown to at least `bytes` (64-byte aligned).
     void* work_buffer(size_t bytes) {
         if (bytes > work_size_) {

@@ -102,7 +102,13 @@ int default_thread_count() {
 
 // ---- ThreadContext ------------------------------------------------------------------------
 
-void ThreadContext::barrier() { pool_->barrier_wait(); }
+void ThreadContext::barrier() {
+    if (nth == 1) {
+        pool_->chunk_.store(0, std::memory_order_relaxed);  // run_solo(), or a pool of one
+        return;
+    }
+    pool_->barrier_wait();
+}
 
 int64_t ThreadContext::next_chunk() { return pool_->chunk_.fetch_add(1, std::memory_order_relaxed); }
 
@@ -239,10 +245,6 @@ void ThreadPool::record_exception(std::exception_ptr e) {
 
 void ThreadPool::barrier_wait() {
     if (aborted_.load()) throw Abort{};
-    if (n_threads_ == 1) {
-        chunk_.store(0, std::memory_order_relaxed);
-        return;
-    }
     const uint64_t gen = barrier_gen_.load();
     if (barrier_count_.fetch_add(1) == n_threads_ - 1) {
         // Last to arrive: everyone else is waiting, so the counters can be reset before release.
@@ -254,6 +256,23 @@ void ThreadPool::barrier_wait() {
     }
     wait_until([&] { return barrier_gen_.load() != gen || aborted_.load(); }, false);
     if (barrier_gen_.load() == gen) throw Abort{};
+}
+
+void ThreadPool::run_solo(Kernel kernel, void* arg) {
+    if (kernel == nullptr) throw Error(ErrorCode::InvalidArgument, "thread pool: run_solo() with a null kernel");
+    if (running_.exchange(true)) {
+        throw Error(ErrorCode::InvalidArgument,
+                    "thread pool: run_solo() called while a run is in progress (nested or concurrent)");
+    }
+    chunk_.store(0, std::memory_order_relaxed);
+    ThreadContext ctx(this, 0, 1);
+    try {
+        kernel(arg, ctx);
+    } catch (...) {
+        running_.store(false);
+        throw;
+    }
+    running_.store(false);
 }
 
 void ThreadPool::run(Kernel kernel, void* arg) {

@@ -136,6 +136,19 @@ public:
             const_cast<void*>(static_cast<const void*>(std::addressof(fn))));
     }
 
+    /// Runs kernel(arg, ctx) on the calling thread alone (ctx.ith = 0, ctx.nth = 1): barrier()
+    /// only restarts the chunk counter and the workers are not involved, so a small op costs no
+    /// hand-over between threads. Errors as for run().
+    void run_solo(Kernel kernel, void* arg);
+
+    /// Convenience form of run_solo() for any callable `void(ThreadContext&)`.
+    template <class F>
+    void run_solo(F&& fn) {
+        using Fn = std::remove_reference_t<F>;
+        run_solo([](void* a, ThreadContext& ctx) { (*static_cast<Fn*>(a))(ctx); },
+                 const_cast<void*>(static_cast<const void*>(std::addressof(fn))));
+    }
+
     /// One run whose threads share [0, n_items) dynamically in chunks of chunk_size items:
     /// fn(begin, end) is called exactly once per chunk, on some thread. Errors as for
     /// ThreadContext::for_chunks and run().

@@ -13,14 +13,18 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
+void require_prompt_fits(const tessel::Context& ctx, int64_t n_past, size_t n_prompt) {
+    const int64_t room = ctx.n_ctx() - n_past;
+    if (static_cast<int64_t>(n_prompt) > room)
+        throw Error(ErrorCode::InvalidArgument, "prompt is " + std::to_string(n_prompt) + " tokens, the context has room for " +
+                                                    std::to_string(room) + " (raise -c)");
+}
+
 GenerateStats generate(tessel::Context& ctx, const Model& model, Sampler& sampler, std::span<const int32_t> prompt,
                        int32_t& n_past, const GenerateParams& p, const std::function<void(int32_t)>& on_token) {
     if (prompt.empty()) throw Error(ErrorCode::InvalidArgument, "the prompt is empty");
     if (p.n_batch < 1) throw Error(ErrorCode::InvalidArgument, "batch size must be >= 1");
-    const int64_t room = ctx.n_ctx() - n_past;
-    if (static_cast<int64_t>(prompt.size()) > room)
-        throw Error(ErrorCode::InvalidArgument, "prompt is " + std::to_string(prompt.size()) + " tokens, the context has room for " +
-                                                    std::to_string(room) + " (raise -c)");
+    require_prompt_fits(ctx, n_past, prompt.size());
     GenerateStats st;
     auto t0 = std::chrono::steady_clock::now();
     for (size_t b0 = 0; b0 < prompt.size(); b0 += static_cast<size_t>(p.n_batch)) {

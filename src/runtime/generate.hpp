@@ -27,6 +27,10 @@ struct GenerateStats {
     StopReason stop = StopReason::EndOfGeneration;
 };
 
+/// Throws tessel::Error(InvalidArgument) "prompt is N tokens, the context has room for M (raise
+/// -c)" when n_prompt tokens do not fit in ctx after n_past cached ones.
+void require_prompt_fits(const tessel::Context& ctx, int64_t n_past, size_t n_prompt);
+
 /// Appends `prompt` to sequence p.seq at positions n_past.. (n_past is advanced past every
 /// token that enters the cache), then samples; on_token(id) is called for every generated token
 /// except the end-of-generation one. Throws tessel::Error(InvalidArgument) when the prompt does

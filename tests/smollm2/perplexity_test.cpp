@@ -13,7 +13,7 @@
 
 #include "runtime/model_fetch.hpp"
 #include "runtime/perplexity.hpp"
-#include "support/test_paths.hpp"
+#include "support/smollm2.hpp"
 #include "tessel/engine.hpp"
 
 namespace tessel {
@@ -42,18 +42,14 @@ std::map<std::string, std::string> read_reference(const std::filesystem::path& p
 }
 
 TEST(SmolLM2Perplexity, WithinHalfPercentOfLlamaCpp) {
-    const auto model_path = runtime::model_cache_dir() / runtime::default_model_source().file_name;
-    if (!std::filesystem::exists(model_path)) {
-        if (test::in_ci()) FAIL() << "default model missing from the cache (run tessel once to fetch it)";
-        GTEST_SKIP() << "NOT RUN: default model not in the cache (run `tessel run -p hi` once to fetch it)";
-    }
+    TESSEL_REQUIRE_SMOLLM2();
     auto ref = read_reference(test::data_dir() / "smollm2" / "perplexity.txt");
     ASSERT_EQ(ref["model_sha256"], runtime::default_model_source().sha256) << "reference made with another model";
     const int64_t n_ctx = std::stoll(ref.at("n_ctx"));
     const int64_t n_batch = std::stoll(ref.at("n_batch"));
     const double want = std::stod(ref.at("ppl"));
 
-    const auto model = Model::load(model_path.string());
+    const auto model = Model::load(test::smollm2_path().string());
     const std::string contents = read_all(test::data_dir() / "gpl-3.txt");
     const std::vector<int32_t> tokens = model->tokenize(runtime::perplexity_text(contents), true, false);
     ContextParams params;

@@ -24,8 +24,7 @@
 #include "core/fp16.hpp"
 #include "gguf/reader.hpp"
 #include "runtime/generate.hpp"
-#include "runtime/model_fetch.hpp"
-#include "support/test_paths.hpp"
+#include "support/smollm2.hpp"
 #include "tessel/engine.hpp"
 #include "tessel/sampling.hpp"
 
@@ -44,21 +43,13 @@ struct Mode {
 };
 constexpr Mode kModes[] = {{"fa_off", FlashAttn::Off}, {"fa_on", FlashAttn::On}};
 
-template <typename T>
-std::vector<T> tensor(const gguf::File& f, const std::string& name) {
-    const gguf::TensorInfo* info = f.find_tensor(name);
-    if (!info) throw std::runtime_error("reference data lacks " + name);
-    std::vector<T> out(info->size / sizeof(T));
-    std::memcpy(out.data(), f.tensor_data(*info), info->size);
-    return out;
-}
+using test::reference_tensor;
 
 class SmolLM2 : public ::testing::Test {
 protected:
     static void SetUpTestSuite() {
-        const auto path = runtime::model_cache_dir() / runtime::default_model_source().file_name;
-        if (!std::filesystem::exists(path)) return;
-        model_ = new std::shared_ptr<const Model>(Model::load(path.string()));
+        if (!std::filesystem::exists(test::smollm2_path())) return;
+        model_ = new std::shared_ptr<const Model>(Model::load(test::smollm2_path().string()));
         ref_ = new gguf::File(gguf::File::open((test::data_dir() / "smollm2" / "reference.gguf").string()));
     }
     static void TearDownTestSuite() {
@@ -67,11 +58,7 @@ protected:
         model_ = nullptr;
         ref_ = nullptr;
     }
-    void SetUp() override {
-        if (model_) return;
-        if (test::in_ci()) FAIL() << "default model missing from the cache (run tessel once to fetch it)";
-        GTEST_SKIP() << "NOT RUN: default model not in the cache (run `tessel run -p hi` once to fetch it)";
-    }
+    void SetUp() override { TESSEL_REQUIRE_SMOLLM2(); }
     static std::vector<std::string> prompts() {
         std::vector<std::string> out;
         for (const auto& v : ref_->find("tessel.reference.prompts")->array()) out.push_back(v.as_string());
@@ -79,22 +66,6 @@ protected:
     }
     static std::string meta_str(const std::string& key) { return ref_->find("tessel.reference." + key)->as_string(); }
     static uint64_t meta_u(const std::string& key) { return ref_->find("tessel.reference." + key)->as_u64(); }
-
-    /// Teacher-forced logits of every position of `tokens` (sequence 0), in ubatches of ub.
-    static std::vector<std::vector<float>> forward(const std::vector<int32_t>& tokens, FlashAttn fa, int64_t ub) {
-        ContextParams p;
-        p.n_ctx = 1024;
-        p.n_ubatch = ub;
-        p.flash_attn = fa;
-        p.n_threads = 1;  // results do not depend on it; ctest -j2 runs two suites at once
-        Context ctx(*model_, p);
-        std::vector<BatchToken> batch;
-        for (size_t i = 0; i < tokens.size(); ++i) batch.push_back({tokens[i], static_cast<int32_t>(i), 0, true});
-        ctx.decode(batch);
-        std::vector<std::vector<float>> out;
-        for (size_t i = 0; i < tokens.size(); ++i) out.emplace_back(ctx.logits(i).begin(), ctx.logits(i).end());
-        return out;
-    }
 
     static std::shared_ptr<const Model>* model_;
     static gguf::File* ref_;
@@ -106,7 +77,7 @@ TEST_F(SmolLM2, TokenizationMatchesLlamaCpp) {
     for (const std::string& name : prompts()) {
         const std::string key = "prompt." + name;
         const bool special = ref_->find("tessel.reference." + key + ".special")->as_bool();
-        const auto want = tensor<int32_t>(*ref_, name + ".tokens");
+        const auto want = reference_tensor<int32_t>(*ref_, name + ".tokens");
         const size_t n_prompt = meta_u(key + ".n_prompt_tokens");
         const auto got = (*model_)->tokenize(meta_str(key + ".text"), true, special);
         EXPECT_EQ(got, std::vector<int32_t>(want.begin(), want.begin() + static_cast<std::ptrdiff_t>(n_prompt))) << name;
@@ -123,12 +94,12 @@ TEST_F(SmolLM2, TeacherForcedLogitsMatchLlamaCpp) {
             for (const std::string& name : prompts()) {
                 if (ub == 1 && name == "long") continue;  // 748 one-token graphs: covered by ub 32 and 256
                 const std::string m = name + "." + mode.name;
-                const auto tokens = tensor<int32_t>(*ref_, name + ".tokens");
-                const auto top_ids = tensor<int32_t>(*ref_, m + ".top_ids");
-                const auto top_logits = tensor<float>(*ref_, m + ".top_logits");
-                const auto full_pos = tensor<int32_t>(*ref_, m + ".full_pos");
-                const auto full = tensor<uint16_t>(*ref_, m + ".full_logits");
-                const auto got = forward(tokens, mode.fa, ub);
+                const auto tokens = reference_tensor<int32_t>(*ref_, name + ".tokens");
+                const auto top_ids = reference_tensor<int32_t>(*ref_, m + ".top_ids");
+                const auto top_logits = reference_tensor<float>(*ref_, m + ".top_logits");
+                const auto full_pos = reference_tensor<int32_t>(*ref_, m + ".full_pos");
+                const auto full = reference_tensor<uint16_t>(*ref_, m + ".full_logits");
+                const auto got = test::teacher_forced_logits(*model_, tokens, mode.fa, ub);
                 for (size_t t = 0; t < tokens.size(); ++t, ++positions) {
                     const auto& l = got[t];
                     const int32_t top1 = static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin());
@@ -141,14 +112,11 @@ TEST_F(SmolLM2, TeacherForcedLogitsMatchLlamaCpp) {
                                                 << ": top-1 " << top1 << ", llama.cpp " << top_ids[t * K];
                 }
                 for (size_t i = 0; i < full_pos.size(); ++i) {
-                    const auto& l = got[static_cast<size_t>(full_pos[i])];
-                    double num = 0.0, den = 0.0;
-                    for (int64_t v = 0; v < V; ++v) {
-                        const double r = fp16_to_fp32(full[i * V + v]);
-                        num += (l[v] - r) * (l[v] - r), den += r * r;
-                    }
-                    worst_nmse = std::max(worst_nmse, num / den);
-                    EXPECT_LE(num / den, kMaxNmse) << name << " " << mode.name << " ub " << ub << " position " << full_pos[i];
+                    std::vector<float> want(static_cast<size_t>(V));
+                    for (int64_t v = 0; v < V; ++v) want[v] = fp16_to_fp32(full[i * V + v]);
+                    const double e = test::nmse(got[static_cast<size_t>(full_pos[i])], want.data());
+                    worst_nmse = std::max(worst_nmse, e);
+                    EXPECT_LE(e, kMaxNmse) << name << " " << mode.name << " ub " << ub << " position " << full_pos[i];
                 }
             }
             std::printf("[ SmolLM2  ] %s ub=%lld: worst NMSE %.3g, top-1 differs at %d of %d positions\n", mode.name,
@@ -165,9 +133,9 @@ TEST_F(SmolLM2, GreedyGenerationMatchesLlamaCpp) {
     const size_t K = meta_u("top_k");
     for (const Mode& mode : kModes)
         for (const std::string& name : prompts()) {
-            const auto tokens = tensor<int32_t>(*ref_, name + ".tokens");
-            const auto top_ids = tensor<int32_t>(*ref_, name + "." + mode.name + ".top_ids");
-            const auto top_logits = tensor<float>(*ref_, name + "." + mode.name + ".top_logits");
+            const auto tokens = reference_tensor<int32_t>(*ref_, name + ".tokens");
+            const auto top_ids = reference_tensor<int32_t>(*ref_, name + "." + mode.name + ".top_ids");
+            const auto top_logits = reference_tensor<float>(*ref_, name + "." + mode.name + ".top_logits");
             const size_t n_prompt = meta_u("prompt." + name + ".n_prompt_tokens");
             ContextParams p;
             p.n_ctx = 1024;

@@ -4,14 +4,22 @@
 #include <string>
 #include <vector>
 
+#include "gguf/reader.hpp"
 #include "gguf/writer.hpp"
 #include "quant/quant.hpp"
 
 namespace tessel::test {
 
 std::filesystem::path write_tiny_llama(const std::filesystem::path& path, const TinyLlamaOptions& opt) {
-    constexpr int64_t E = 128, L = 2, H = 4, Hkv = 2, D = 32, F = 256, V = 160;
+    constexpr int64_t E = 128, L = 2, H = 4, Hkv = 2, D = 32, F = 256;
+    int64_t V = 160;
     gguf::Writer w;
+    if (!opt.vocab_from.empty()) {
+        const auto vocab = gguf::File::open(opt.vocab_from.string());
+        for (const gguf::KeyValue& kv : vocab.metadata())
+            if (kv.key.starts_with("tokenizer.")) w.set(kv.key, kv.value);
+        V = static_cast<int64_t>(vocab.find("tokenizer.ggml.tokens")->array().size());
+    }
     w.set("general.architecture", gguf::Value::string(opt.arch));
     w.set("general.name", gguf::Value::string("tiny-llama-test"));
     w.set("llama.context_length", gguf::Value::u32(512));

@@ -1,6 +1,6 @@
 // A small llama-architecture GGUF with seeded random weights, for model and runtime tests:
 // 2 blocks, n_embd 128, 4 heads of 32 over 2 KV heads (grouped-query attention), n_ff 256,
-// vocabulary 160, training context 512, rope base 10000.
+// vocabulary 160 (or another GGUF's tokenizer), training context 512, rope base 10000.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +17,9 @@ struct TinyLlamaOptions {
     uint32_t seed = 7;
     std::string arch = "llama";  ///< general.architecture (the keys stay llama.*)
     std::string omit;            ///< name of a tensor to leave out ("" = none)
+    /// A GGUF whose tokenizer.* keys are copied (vocabulary size = its token count), so CLI
+    /// commands that tokenize can run; "" = no tokenizer, vocabulary 160.
+    std::filesystem::path vocab_from;
 };
 
 /// Writes the model to `path` (overwritten) and returns path.

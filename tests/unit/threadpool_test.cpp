@@ -317,6 +317,35 @@ TEST(ThreadPool, SingleThreadRunsOnCaller) {
     expect_each_index_once(pool, 2);
 }
 
+// run_solo() on a pool of four: only the caller runs, barriers and chunks behave as in a pool of
+// one, and the pool's next full run still uses every thread.
+TEST(ThreadPool, RunSoloUsesTheCallerAlone) {
+    ThreadPool pool(4);
+    expect_each_index_once(pool, 1);  // workers now spin, waiting for the next run
+    int calls = 0;
+    std::thread::id id;
+    std::vector<int> hits(10, 0);
+    pool.run_solo([&](ThreadContext& ctx) {
+        ++calls;
+        id = std::this_thread::get_id();
+        EXPECT_EQ(ctx.ith, 0);
+        EXPECT_EQ(ctx.nth, 1);
+        ctx.barrier();
+        ctx.for_chunks(10, 3, [&](int64_t b, int64_t e) {
+            for (int64_t i = b; i < e; ++i) ++hits[static_cast<size_t>(i)];
+        });
+        ctx.barrier();
+        EXPECT_EQ(ctx.next_chunk(), 0);
+    });
+    EXPECT_EQ(calls, 1);
+    EXPECT_EQ(id, std::this_thread::get_id());
+    EXPECT_EQ(std::count(hits.begin(), hits.end(), 1), 10);
+    EXPECT_THROW(pool.run_solo([](ThreadContext&) { throw std::logic_error("x"); }), std::logic_error);
+    EXPECT_THROW(pool.run_solo([&](ThreadContext&) { pool.run_solo([](ThreadContext&) {}); }), Error);
+    expect_each_index_once(pool, 3);
+    EXPECT_EQ(barrier_phase_errors(pool, 5), 0);
+}
+
 TEST(ThreadPool, DestructorJoinsWhileIdleOrSpinning) {
     { ThreadPool pool(4); }  // workers never ran
     {

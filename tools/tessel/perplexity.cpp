@@ -25,9 +25,11 @@ void add_perplexity_command(CLI::App& app) {
         std::ostringstream text;
         text << in.rdbuf();
         if (o->model.n_ctx == 0) throw Error(ErrorCode::InvalidArgument, "perplexity needs -c > 0");
-        auto model = load_model(o->model);
+        const LoadedModel loaded = load_model(o->model);
+        const auto& model = loaded.model;
         const std::vector<int32_t> tokens = model->tokenize(runtime::perplexity_text(text.str()), true, false);
         Context ctx(model, context_params(o->model));
+        loaded.report();
         std::fprintf(stderr, "tessel: %zu tokens, %lld chunks of %lld\n", tokens.size(),
                      static_cast<long long>(tokens.size() / ctx.n_ctx()), static_cast<long long>(ctx.n_ctx()));
         const auto r = runtime::perplexity(ctx.impl(), tokens, model->adds_bos() ? model->bos() : -1, o->model.n_batch,

@@ -64,7 +64,8 @@ std::string read_file(const std::string& path) {
 
 void run(const RunOptions& o) {
     const std::string text = o.prompt_file.empty() ? o.prompt : read_file(o.prompt_file);
-    auto model = load_model(o.model);
+    const LoadedModel loaded = load_model(o.model);
+    const auto& model = loaded.model;
     std::vector<int32_t> tokens;
     if (o.chat) {
         const runtime::ChatTemplate tmpl = chat_template_for(*model, o.chat_template);
@@ -76,7 +77,9 @@ void run(const RunOptions& o) {
         tokens = model->tokenize(text, true, false);
     }
     Context ctx(model, context_params(o.model));
+    runtime::require_prompt_fits(ctx, 0, tokens.size());
     Sampler sampler(o.sampling, static_cast<int32_t>(model->info().n_vocab));
+    loaded.report();
     runtime::GenerateParams gp;
     gp.n_predict = o.n_predict;
     gp.n_batch = o.model.n_batch;
@@ -91,10 +94,12 @@ void run(const RunOptions& o) {
 /// Interactive chat: each turn re-renders the conversation, keeps the cached prefix that still
 /// matches its tokens and decodes the rest.
 void chat(const RunOptions& o) {
-    auto model = load_model(o.model);
+    const LoadedModel loaded = load_model(o.model);
+    const auto& model = loaded.model;
     const runtime::ChatTemplate tmpl = chat_template_for(*model, o.chat_template);
     Context ctx(model, context_params(o.model));
     Sampler sampler(o.sampling, static_cast<int32_t>(model->info().n_vocab));
+    loaded.report();
     std::vector<runtime::ChatMessage> msgs;
     if (!o.system.empty()) msgs.push_back({"system", o.system});
     std::vector<int32_t> cached;  // tokens in the cache, in order

@@ -31,15 +31,19 @@ void add_sampling_options(CLI::App& cmd, SamplerParams& s) {
     cmd.add_option("--seed", s.seed, "RNG seed (4294967295 = random)");
 }
 
-std::shared_ptr<const Model> load_model(const ModelOptions& o) {
+LoadedModel load_model(const ModelOptions& o) {
     const auto path = runtime::resolve_model(o.model);
     const auto t0 = std::chrono::steady_clock::now();
-    auto m = Model::load(path.string());
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const ModelInfo& i = m->info();
-    std::fprintf(stderr, "tessel: loaded %s (%s, %s, %.1f M params, %.1f MiB) in %.2f s\n", i.file.c_str(), i.arch.c_str(),
-                 i.type.c_str(), static_cast<double>(i.n_params) / 1e6, static_cast<double>(i.size) / (1 << 20), s);
+    LoadedModel m;
+    m.model = Model::load(path.string());
+    m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return m;
+}
+
+void LoadedModel::report() const {
+    const ModelInfo& i = model->info();
+    std::fprintf(stderr, "tessel: loaded %s (%s, %s, %.1f M params, %.1f MiB) in %.2f s\n", i.file.c_str(), i.arch.c_str(),
+                 i.type.c_str(), static_cast<double>(i.n_params) / 1e6, static_cast<double>(i.size) / (1 << 20), seconds);
 }
 
 ContextParams context_params(const ModelOptions& o) {

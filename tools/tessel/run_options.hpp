@@ -29,9 +29,18 @@ void add_model_options(CLI::App& cmd, ModelOptions& o);
 /// --presence-penalty, --frequency-penalty, --seed on cmd.
 void add_sampling_options(CLI::App& cmd, SamplerParams& s);
 
-/// Resolves the model path (-m, $TESSEL_MODEL, the cached default, fetched on first use),
-/// loads it and reports the load time on stderr.
-std::shared_ptr<const Model> load_model(const ModelOptions& o);
+/// A model loaded by a command, with how long loading took.
+struct LoadedModel {
+    std::shared_ptr<const Model> model;
+    double seconds = 0.0;
+    /// Prints "tessel: loaded FILE (arch, type, params, size) in S s" on stderr. Commands call it
+    /// once their input has been checked, so bad input gives a single error line.
+    void report() const;
+};
+
+/// Resolves the model path (-m, $TESSEL_MODEL, the cached default, fetched on first use) and
+/// loads it. Throws tessel::Error naming the file when it cannot be loaded.
+LoadedModel load_model(const ModelOptions& o);
 /// Context parameters from the flags.
 ContextParams context_params(const ModelOptions& o);
 

@@ -1,0 +1,202 @@
+// The tessel CLI as a user meets it: bad input to `tessel run` gives one clear line on stderr and
+// a non-zero exit (a missing file, a corrupt file, an unknown architecture, a prompt longer than
+// the context, an unknown chat template), and `tessel chat` keeps the conversation between turns.
+// The binary under test is the build's (TESSEL_CLI_PATH). Models: tiny random llamas carrying
+// the default model's tokenizer, and the default model itself for the chat test.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gguf/reader.hpp"
+#include "runtime/chat_template.hpp"
+#include "runtime/generate.hpp"
+#include "gguf/writer.hpp"
+#include "support/smollm2.hpp"
+#include "support/tiny_llama.hpp"
+#include "tessel/sampling.hpp"
+
+namespace tessel {
+namespace {
+
+struct CliResult {
+    int exit_code = -1;
+    std::string out, err;
+    std::vector<std::string> err_lines() const {
+        std::vector<std::string> lines;
+        std::istringstream in(err);
+        for (std::string l; std::getline(in, l);)
+            if (!l.empty()) lines.push_back(l);
+        return lines;
+    }
+};
+
+std::string slurp(const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+std::string shell_quote(const std::string& s) {
+    std::string q = "'";
+    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+}
+
+/// Runs the tessel binary with `args`, `input` on stdin; captures stdout, stderr and the exit code.
+CliResult run_tessel(const std::vector<std::string>& args, const std::string& input = "") {
+    static int runs = 0;
+    const auto dir = std::filesystem::temp_directory_path() / ("tessel-cli-run-" + std::to_string(::getpid()) + "-" +
+                                                       std::to_string(runs++));
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir / "stdin") << input;
+    std::string cmd = shell_quote(TESSEL_CLI_PATH);
+    for (const auto& a : args) cmd += " " + shell_quote(a);
+    cmd += " <" + shell_quote((dir / "stdin").string()) + " >" + shell_quote((dir / "stdout").string()) + " 2>" +
+           shell_quote((dir / "stderr").string());
+    const int status = std::system(cmd.c_str());
+    CliResult r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.out = slurp(dir / "stdout");
+    r.err = slurp(dir / "stderr");
+    std::filesystem::remove_all(dir);
+    return r;
+}
+
+/// Expects a failed run that printed exactly one `tessel: error: ...` line matching `what`.
+void expect_one_error_line(const CliResult& r, const std::string& what) {
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    const auto lines = r.err_lines();
+    ASSERT_EQ(lines.size(), 1u) << r.err;
+    EXPECT_TRUE(lines[0].starts_with("tessel: error: ")) << lines[0];
+    EXPECT_TRUE(std::regex_search(lines[0], std::regex(what))) << lines[0] << "\n  expected to match: " << what;
+}
+
+class CliErrors : public ::testing::Test {
+protected:
+    void SetUp() override {
+        TESSEL_REQUIRE_SMOLLM2();
+        dir_ = test::temp_dir();
+    }
+    /// A tiny random llama with the default model's tokenizer (and chat template).
+    std::string tiny(const std::string& file, test::TinyLlamaOptions opt = {}) {
+        opt.vocab_from = test::smollm2_path();
+        opt.tied_output = true;
+        return test::write_tiny_llama(dir_ / file, opt).string();
+    }
+    std::filesystem::path dir_;
+};
+
+TEST_F(CliErrors, MissingModelFile) {
+    const std::string path = (dir_ / "absent.gguf").string();
+    expect_one_error_line(run_tessel({"run", "-m", path, "-p", "hi", "-n", "2"}), "absent\\.gguf");
+}
+
+TEST_F(CliErrors, CorruptModelFile) {
+    const std::string good = tiny("good.gguf");
+    const std::string bytes = slurp(good);
+    const std::string bad = (dir_ / "truncated.gguf").string();
+    std::ofstream(bad, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+    expect_one_error_line(run_tessel({"run", "-m", bad, "-p", "hi", "-n", "2"}), "truncated\\.gguf");
+    // The same file intact runs: the error above is about the damage, not the model.
+    const CliResult ok = run_tessel({"run", "-m", good, "-p", "hi", "-n", "2", "--temp", "0"});
+    EXPECT_EQ(ok.exit_code, 0) << ok.err;
+}
+
+TEST_F(CliErrors, UnknownArchitecture) {
+    test::TinyLlamaOptions opt;
+    opt.arch = "mamba9";
+    expect_one_error_line(run_tessel({"run", "-m", tiny("mamba9.gguf", opt), "-p", "hi"}), "mamba9");
+}
+
+TEST_F(CliErrors, PromptLongerThanContext) {
+    std::string prompt;
+    for (int i = 0; i < 40; ++i) prompt += "The quick brown fox jumps over the lazy dog. ";
+    expect_one_error_line(run_tessel({"run", "-m", tiny("m.gguf"), "-c", "64", "-p", prompt}), "context");
+}
+
+TEST_F(CliErrors, UnknownChatTemplateName) {
+    const CliResult r = run_tessel({"run", "-m", tiny("m.gguf"), "--chat", "--chat-template", "vicuna9", "-p", "hi"});
+    EXPECT_NE(r.exit_code, 0);
+    const auto lines = r.err_lines();
+    ASSERT_EQ(lines.size(), 1u) << r.err;
+    EXPECT_NE(lines[0].find("vicuna9"), std::string::npos) << lines[0];
+}
+
+TEST_F(CliErrors, UnrecognizedChatTemplateInModel) {
+    // Write the tiny model, then rewrite it with a chat template no fingerprint knows.
+    const auto src = gguf::File::open(tiny("m.gguf"));
+    gguf::Writer w;
+    for (const auto& kv : src.metadata())
+        if (kv.key != "general.alignment") w.set(kv.key, kv.value);
+    w.set("tokenizer.chat_template", gguf::Value::string("{{ messages | tojson }}"));
+    for (const auto& t : src.tensors())
+        w.add_tensor(t.name, t.type, std::vector<int64_t>(t.ne, t.ne + t.n_dims), src.tensor_data(t),
+                     t.size);
+    const std::string path = (dir_ / "odd_template.gguf").string();
+    w.write_file(path);
+    expect_one_error_line(run_tessel({"run", "-m", path, "--chat", "-p", "hi"}), "chat template");
+}
+
+// Two turns on the default model, greedy. The second answer must be exactly what a fresh context
+// generates for the whole conversation (turn one, its answer, turn two): tessel's logits do not
+// depend on how the tokens were split into decodes, so only a conversation kept wrongly in the
+// cache could change it. And turn two decodes only its new tokens, not the conversation again.
+std::string greedy_reply(const std::shared_ptr<const Model>& model, const std::vector<runtime::ChatMessage>& msgs,
+                         int n) {
+    ContextParams cp;
+    cp.n_ctx = 512;
+    cp.n_threads = 1;
+    Context ctx(model, cp);
+    SamplerParams sp;
+    sp.temp = 0.0f;
+    Sampler sampler(sp, static_cast<int32_t>(model->info().n_vocab));
+    runtime::GenerateParams gp;
+    gp.n_predict = n;
+    const auto tmpl = runtime::detect_chat_template(model->chat_template());
+    const auto tokens = model->tokenize(runtime::format_chat(tmpl, msgs), true, true);
+    std::string reply;
+    int32_t n_past = 0;
+    runtime::generate(ctx, *model, sampler, tokens, n_past, gp,
+                      [&](int32_t t) { reply += model->token_to_piece(t); });
+    return reply;
+}
+
+TEST(CliChat, KeepsTheConversationBetweenTurns) {
+    TESSEL_REQUIRE_SMOLLM2();
+    const std::string turn1 = "My name is Ada and I live in Paris.", turn2 = "What is my name?";
+    constexpr int kTokens = 16;
+    const CliResult r = run_tessel({"chat", "-m", test::smollm2_path().string(), "-n", std::to_string(kTokens),
+                                    "--temp", "0", "-t", "1"},
+                                   turn1 + "\n" + turn2 + "\n");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+
+    const auto model = Model::load(test::smollm2_path().string());
+    std::vector<runtime::ChatMessage> msgs{{"user", turn1}};
+    const std::string reply1 = greedy_reply(model, msgs, kTokens);
+    msgs.push_back({"assistant", reply1});
+    msgs.push_back({"user", turn2});
+    const std::string reply2 = greedy_reply(model, msgs, kTokens);
+    EXPECT_EQ(r.out, reply1 + "\n" + reply2 + "\n");
+
+    std::vector<long> prompt_tokens;
+    const std::regex stats("tessel: prompt ([0-9]+) tokens");
+    for (auto it = std::sregex_iterator(r.err.begin(), r.err.end(), stats); it != std::sregex_iterator(); ++it)
+        prompt_tokens.push_back(std::stol((*it)[1]));
+    ASSERT_EQ(prompt_tokens.size(), 2u) << r.err;
+    const auto tmpl = runtime::detect_chat_template(model->chat_template());
+    const long whole = static_cast<long>(model->tokenize(runtime::format_chat(tmpl, msgs), true, true).size());
+    EXPECT_LT(prompt_tokens[1], whole / 2) << "turn two decoded the conversation again";
+}
+
+}  // namespace
+}  // namespace tessel

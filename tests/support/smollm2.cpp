@@ -1,0 +1,28 @@
+#include "support/smollm2.hpp"
+
+#include "runtime/model_fetch.hpp"
+
+namespace tessel::test {
+
+std::filesystem::path smollm2_path() {
+    return runtime::model_cache_dir() / runtime::default_model_source().file_name;
+}
+
+std::vector<std::vector<float>> teacher_forced_logits(const std::shared_ptr<const Model>& model,
+                                                      const std::vector<int32_t>& tokens, FlashAttn fa,
+                                                      int64_t n_ubatch) {
+    ContextParams p;
+    p.n_ctx = 1024;
+    p.n_ubatch = n_ubatch;
+    p.flash_attn = fa;
+    p.n_threads = 1;
+    Context ctx(model, p);
+    std::vector<BatchToken> batch;
+    for (size_t i = 0; i < tokens.size(); ++i) batch.push_back({tokens[i], static_cast<int32_t>(i), 0, true});
+    ctx.decode(batch);
+    std::vector<std::vector<float>> out;
+    for (size_t i = 0; i < tokens.size(); ++i) out.emplace_back(ctx.logits(i).begin(), ctx.logits(i).end());
+    return out;
+}
+
+}  // namespace tessel::test
