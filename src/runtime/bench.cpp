@@ -91,9 +91,9 @@ void decode_generation(tessel::Context& ctx, const tessel::Model& model, int64_t
 }  // namespace
 
 std::string BenchTest::name() const {
-    if (n_gen == 0) return "pp" + std::to_string(n_prompt);
-    if (n_prompt == 0) return "tg" + std::to_string(n_gen);
-    return "pp" + std::to_string(n_prompt) + "+tg" + std::to_string(n_gen);
+    if (n_gen == 0) return std::string("pp") + std::to_string(n_prompt);
+    if (n_prompt == 0) return std::string("tg") + std::to_string(n_gen);
+    return std::string("pp") + std::to_string(n_prompt) + "+tg" + std::to_string(n_gen);
 }
 
 SampleStats sample_stats(std::span<const double> values) {

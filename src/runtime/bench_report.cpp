@@ -111,8 +111,9 @@ std::string bench_json(const BenchRecord& r, int indent) {
 }
 
 std::string bench_csv_header() {
+    const Json fields = scalar_fields(BenchRecord{});
     std::string out;
-    for (const auto& item : scalar_fields(BenchRecord{}).items()) {
+    for (const auto& item : fields.items()) {
         if (!out.empty()) out += ',';
         out += item.key();
     }
@@ -120,8 +121,9 @@ std::string bench_csv_header() {
 }
 
 std::string bench_csv_row(const BenchRecord& r) {
+    const Json fields = scalar_fields(r);
     std::string out;
-    for (const auto& item : scalar_fields(r).items()) {
+    for (const auto& item : fields.items()) {
         if (!out.empty()) out += ',';
         out += csv_quote(csv_value(item.value()));
     }
@@ -132,7 +134,9 @@ std::string bench_markdown_header(const MarkdownColumns& c) {
     std::string names = "|", rule = "|";
     for (const Column& col : markdown_columns(c)) {
         names += cell(col.name, col.width);
-        rule += " " + std::string(static_cast<size_t>(std::abs(col.width) - 1), '-') + (col.width > 0 ? ":" : "-") + " |";
+        rule += ' ';
+        rule.append(static_cast<size_t>(std::abs(col.width) - 1), '-');
+        rule += col.width > 0 ? ": |" : "- |";
     }
     return names + "\n" + rule + "\n";
 }

@@ -97,7 +97,9 @@ class BenchCli : public ::testing::Test {
 protected:
     void SetUp() override {
         dir_ = test::temp_dir();
-        model_ = test::write_tiny_llama(dir_ / "tiny.gguf");
+        test::TinyLlamaOptions opt;
+        opt.vocab = true;
+        model_ = test::write_tiny_llama(dir_ / "tiny.gguf", opt);
         facts_ = facts(model_);
     }
     std::filesystem::path dir_, model_;

@@ -1,6 +1,6 @@
 // A small llama-architecture GGUF with seeded random weights, for model and runtime tests:
 // 2 blocks, n_embd 128, 4 heads of 32 over 2 KV heads (grouped-query attention), n_ff 256,
-// vocabulary 160, training context 512, rope base 10000.
+// vocabulary 160, training context 512, rope base 10000. No tokenizer unless asked for.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +17,9 @@ struct TinyLlamaOptions {
     uint32_t seed = 7;
     std::string arch = "llama";  ///< general.architecture (the keys stay llama.*)
     std::string omit;            ///< name of a tensor to leave out ("" = none)
+    /// Also write a byte-level BPE vocabulary (tokenizer.ggml.*: model gpt2, tokens "t0".."t159",
+    /// one merge, BOS 0 added), so the public tessel::Model API can load the file.
+    bool vocab = false;
 };
 
 /// Writes the model to `path` (overwritten) and returns path.
