@@ -30,6 +30,16 @@ std::filesystem::path write_tiny_llama(const std::filesystem::path& path, const 
     w.set("llama.attention.head_count_kv", gguf::Value::u32(Hkv));
     w.set("llama.attention.layer_norm_rms_epsilon", gguf::Value::f32(1e-5f));
     w.set("llama.rope.freq_base", gguf::Value::f32(10000.0f));
+    if (opt.vocab) {
+        std::vector<std::string> tokens;
+        for (int64_t i = 0; i < V; ++i) tokens.push_back(std::to_string(i).insert(0, 1, 't'));
+        w.set("tokenizer.ggml.model", gguf::Value::string("gpt2"));
+        w.set("tokenizer.ggml.tokens", gguf::Value::strings(tokens));
+        w.set("tokenizer.ggml.token_type", gguf::Value::i32s(std::vector<int32_t>(V, 1)));
+        w.set("tokenizer.ggml.merges", gguf::Value::strings({"t 0"}));
+        w.set("tokenizer.ggml.bos_token_id", gguf::Value::u32(0));
+        w.set("tokenizer.ggml.add_bos_token", gguf::Value::boolean(true));
+    }
 
     std::mt19937 rng(opt.seed);
     auto add = [&](const std::string& name, int64_t k, int64_t n, float scale, DType type) {

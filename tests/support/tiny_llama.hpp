@@ -1,6 +1,7 @@
 // A small llama-architecture GGUF with seeded random weights, for model and runtime tests:
 // 2 blocks, n_embd 128, 4 heads of 32 over 2 KV heads (grouped-query attention), n_ff 256,
-// vocabulary 160 (or another GGUF's tokenizer), training context 512, rope base 10000.
+// vocabulary 160, training context 512, rope base 10000. No tokenizer unless asked for: `vocab`
+// writes a synthetic one, `vocab_from` copies a real model's (at most one of the two).
 #pragma once
 
 #include <cstdint>
@@ -20,6 +21,9 @@ struct TinyLlamaOptions {
     /// A GGUF whose tokenizer.* keys are copied (vocabulary size = its token count), so CLI
     /// commands that tokenize can run; "" = no tokenizer, vocabulary 160.
     std::filesystem::path vocab_from;
+    /// Also write a byte-level BPE vocabulary (tokenizer.ggml.*: model gpt2, tokens "t0".."t159",
+    /// one merge, BOS 0 added), so the public tessel::Model API can load the file.
+    bool vocab = false;
 };
 
 /// Writes the model to `path` (overwritten) and returns path.

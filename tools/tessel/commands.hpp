@@ -23,4 +23,8 @@ void add_run_commands(CLI::App& app);
 /// `tessel perplexity [-m FILE] -f TEXT [-c 512] [-b N]`.
 void add_perplexity_command(CLI::App& app);
 
+/// `tessel bench [-m FILE]... [-p LIST] [-n LIST] [-pg P,N] [-t LIST] [-b LIST] [-ub LIST]
+/// [-fa LIST] [-r N] [-o md|json|csv] [--device cpu] [--progress]`: llama-bench's measurement.
+void add_bench_command(CLI::App& app);
+
 }  // namespace tessel::cli

@@ -22,6 +22,7 @@ namespace {
 constexpr std::pair<std::string_view, const char*> kDashAliases[] = {
     {"-ub", "--ubatch-size"}, {"-fa", "--flash-attn"}, {"-ctk", "--cache-type-k"},
     {"-ctv", "--cache-type-v"}, {"-sys", "--system-prompt"},
+    {"-pg", "--pg"},
 };
 
 std::vector<std::string> rewrite_aliases(int argc, char** argv) {
@@ -46,6 +47,7 @@ int main(int argc, char** argv) {
     tessel::cli::add_run_commands(app);
     tessel::cli::add_perplexity_command(app);
     tessel::cli::add_tokenize_command(app);
+    tessel::cli::add_bench_command(app);
     try {
         tessel::usable_cpu_features();  // reports a bad TESSEL_CPU_ISA before any command runs
         app.name("tessel");

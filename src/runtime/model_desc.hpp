@@ -1,0 +1,33 @@
+// A model's one-line description as llama.cpp prints it (llama_model_desc, llama-bench's
+// model_type and "model" column): "<architecture> <size class> <file type>", e.g.
+// "llama 256M Q4_1" for SmolLM2-135M (llama.cpp names llama models by block count).
+//
+//  - size class: llama.cpp's table for the llama architecture (src/models/llama.cpp), by block
+//    count: 16, 22 -> 1B; 26, 28 -> 3B; 30 -> 256M; 32 -> 3B when the vocabulary has 49152
+//    tokens, else 7B below 40000 tokens, else 8B; 36 -> 8B; 40 -> 13B; 48 -> 34B; 60 -> 30B;
+//    80 -> 65B when head_count equals head_count_kv, else 70B; anything else (and any other
+//    architecture) "?B". Mixture-of-experts llama files (8 experts) are not classified.
+//  - file type: the name of general.file_type (llama.cpp's llama_ftype values, e.g. 3 -> "Q4_1",
+//    15 -> "Q4_K - Medium"); without that key, the most common tensor type (by count) named the
+//    same way with the prefix "(guessed) ", e.g. "(guessed) Q8_0".
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "gguf/reader.hpp"
+#include "model/hparams.hpp"
+
+namespace tessel::runtime {
+
+/// llama.cpp's name of a file type (general.file_type), e.g. 3 -> "Q4_1"; "unknown, may not
+/// work" for a value it does not define.
+std::string file_type_name(uint32_t file_type);
+
+/// llama.cpp's size class of a model (see above), e.g. "256M", or "?B".
+std::string size_class(const model::Hparams& hp);
+
+/// "<arch> <size class> <file type>" for a loaded model's file and hyper-parameters.
+std::string model_description(const gguf::File& file, const model::Hparams& hp);
+
+}  // namespace tessel::runtime
