@@ -39,4 +39,11 @@ uint64_t quantize_row(DType t, const float* src, void* dst, int64_t n) {
     return bytes;
 }
 
+uint64_t quantize_rows(DType t, const float* src, void* dst, int64_t n_rows, int64_t n_per_row) {
+    uint64_t written = 0;
+    for (int64_t r = 0; r < n_rows; ++r)
+        written += quantize_row(t, src + r * n_per_row, static_cast<uint8_t*>(dst) + written, n_per_row);
+    return written;
+}
+
 }  // namespace tessel::quant

@@ -22,6 +22,11 @@ void dequantize_row(DType t, const void* src, float* dst, int64_t n);
 /// Throws tessel::Error(Unsupported) for a type without a reference quantizer.
 uint64_t quantize_row(DType t, const float* src, void* dst, int64_t n);
 
+/// Quantize n_rows rows of n_per_row floats each (row r at src + r * n_per_row) into consecutive
+/// rows of dtype_row_bytes(t, n_per_row) bytes at dst: a whole contiguous tensor of type t with
+/// ne[0] = n_per_row. Returns the bytes written. Errors as quantize_row.
+uint64_t quantize_rows(DType t, const float* src, void* dst, int64_t n_rows, int64_t n_per_row);
+
 /// True when dequantize_row / quantize_row accept type t.
 bool has_dequantize(DType t);
 bool has_quantize(DType t);

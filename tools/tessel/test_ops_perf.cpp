@@ -12,6 +12,7 @@
 #include "cpu/cpu_backend.hpp"
 #include "cpu/ref/ref.hpp"
 #include "cpu/threadpool.hpp"
+#include "graph/op_cost.hpp"
 #include "backend/registry.hpp"
 #include "tessel/errors.hpp"
 #include "test_ops.hpp"
@@ -39,38 +40,13 @@ double time_us(F&& fn, int reps) {
     return elapsed * 1e6 / runs;
 }
 
-/// Floating-point operations of a matrix-product or attention node, else 0.
-double flops(const Tensor& out) {
-    const Tensor* s0 = out.src[0];
-    switch (out.op) {
-        case Op::MUL_MAT:
-        case Op::MUL_MAT_ID: return 2.0 * static_cast<double>(s0->ne[0]) * static_cast<double>(out.n_elements());
-        case Op::FLASH_ATTN_EXT: {
-            const Tensor& q = *s0;
-            const Tensor& k = *out.src[1];
-            const Tensor& v = *out.src[2];
-            return 2.0 * static_cast<double>(k.ne[1]) * static_cast<double>(q.ne[0] + v.ne[0]) *
-                   static_cast<double>(q.ne[1] * q.ne[2] * q.ne[3]);
-        }
-        default: return 0.0;
-    }
-}
-
-/// Bytes read and written by a node (sources and output).
-double bytes_moved(const Tensor& out) {
-    double b = static_cast<double>(out.n_bytes());
-    for (const Tensor* s : out.src)
-        if (s) b += static_cast<double>(s->n_bytes());
-    return b;
-}
-
 std::string rate_text(const Tensor& out, double us) {
     char buf[48];
-    const double f = flops(out);
+    const double f = op_flops(out);
     if (f > 0.0)
         std::snprintf(buf, sizeof buf, "%.2f GFLOP/s", f / (us * 1e3));
     else
-        std::snprintf(buf, sizeof buf, "%.2f GB/s", bytes_moved(out) / (us * 1e3));
+        std::snprintf(buf, sizeof buf, "%.2f GB/s", op_bytes(out) / (us * 1e3));
     return buf;
 }
 

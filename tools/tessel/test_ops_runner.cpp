@@ -96,9 +96,7 @@ void put_id(std::vector<uint8_t>& bytes, DType t, int64_t i, int64_t v) {
 /// Converts floats in ne order into t's plain layout, row by row.
 std::vector<uint8_t> encode(const Tensor& t, const std::vector<float>& f) {
     std::vector<uint8_t> bytes(t.n_bytes());
-    const uint64_t rb = t.row_bytes();
-    for (int64_t r = 0; r < t.n_rows(); ++r)
-        quant::quantize_row(t.type, f.data() + r * t.ne[0], bytes.data() + static_cast<uint64_t>(r) * rb, t.ne[0]);
+    quant::quantize_rows(t.type, f.data(), bytes.data(), t.n_rows(), t.ne[0]);
     return bytes;
 }
 

@@ -1,0 +1,12 @@
+// bench_kernels: Google Benchmark suites of tessel's CPU kernels (see bench/README.md).
+// Each unit registers its benchmarks; main.cpp runs them with Google Benchmark's flags.
+#pragma once
+
+namespace tessel::bench {
+
+/// MUL_MAT per weight type, shape, batch M and thread count (mul_mat_bench.cpp).
+void register_mul_mat_benchmarks();
+/// Memory read and copy bandwidth per buffer size and thread count (bandwidth_bench.cpp).
+void register_bandwidth_benchmarks();
+
+}  // namespace tessel::bench
