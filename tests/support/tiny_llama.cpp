@@ -10,7 +10,8 @@
 namespace tessel::test {
 
 std::filesystem::path write_tiny_llama(const std::filesystem::path& path, const TinyLlamaOptions& opt) {
-    constexpr int64_t E = 128, L = 2, H = 4, Hkv = 2, D = 32, F = 256, V = 160;
+    constexpr int64_t H = 4, V = 160;
+    const int64_t E = opt.n_embd, L = opt.n_layer, D = E / H, F = opt.n_ff, Hkv = opt.n_head_kv;
     gguf::Writer w;
     w.set("general.architecture", gguf::Value::string(opt.arch));
     w.set("general.name", gguf::Value::string("tiny-llama-test"));

@@ -1,6 +1,6 @@
 // A small llama-architecture GGUF with seeded random weights, for model and runtime tests:
-// 2 blocks, n_embd 128, 4 heads of 32 over 2 KV heads (grouped-query attention), n_ff 256,
-// vocabulary 160, training context 512, rope base 10000.
+// by default 2 blocks, n_embd 128, 4 heads of 32 over 2 KV heads (grouped-query attention),
+// n_ff 256, vocabulary 160, training context 512, rope base 10000.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +17,10 @@ struct TinyLlamaOptions {
     uint32_t seed = 7;
     std::string arch = "llama";  ///< general.architecture (the keys stay llama.*)
     std::string omit;            ///< name of a tensor to leave out ("" = none)
+    int64_t n_embd = 128;        ///< a multiple of 4 (4 heads of n_embd / 4)
+    int64_t n_ff = 256;
+    int64_t n_head_kv = 2;       ///< 1, 2 or 4
+    int64_t n_layer = 2;
 };
 
 /// Writes the model to `path` (overwritten) and returns path.

@@ -23,4 +23,8 @@ void add_run_commands(CLI::App& app);
 /// `tessel perplexity [-m FILE] -f TEXT [-c 512] [-b N]`.
 void add_perplexity_command(CLI::App& app);
 
+/// `tessel quantize [--pure] [--allow-requantize] [-t N] IN OUT TYPE`: a copy of a model with its
+/// weights quantized by llama-quantize's rules.
+void add_quantize_command(CLI::App& app);
+
 }  // namespace tessel::cli
