@@ -165,7 +165,7 @@ public:
             if (ft == kFtypeIQ4_NL && m_.n_gqa >= 4)
                 c = {DType::Q5_K, "attn_v, n_gqa >= 4"};
             else if (ft == kFtypeQ4_K_M && use_more_bits(i, n_attn_v_))
-                c = {DType::Q6_K, "more bits: attn_v " + std::to_string(i) + " of " + std::to_string(n_attn_v_)};
+                c = {DType::Q6_K, "more bits: attn_v (" + std::to_string(i) + " of " + std::to_string(n_attn_v_) + ")"};
             if (m_.llama_70b && (c.type == DType::Q3_K || c.type == DType::Q4_K)) c = {DType::Q5_K, "attn_v of a 70B llama"};
             if (m_.n_expert == 8) c = {DType::Q8_0, "attn_v of an 8-expert model"};
             return c;

@@ -1,7 +1,7 @@
 // `tessel quantize` end to end (model/quantize.hpp) on tiny llama GGUFs: the written tensors are
 // quantize_row(dequantize_row(source)) of the reference kernels, bit for bit, with the types of
-// the plan; metadata is kept; the result loads and decodes close to the F32 model; bad input
-// gives tessel::Error and leaves no output file.
+// the plan; metadata is kept; the result loads and decodes like its weights dequantized to F32;
+// bad input gives tessel::Error and leaves no output file.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +11,7 @@
 #include <iterator>
 
 #include "cpu/cpu_backend.hpp"
+#include "gguf/writer.hpp"
 #include "model/quantize.hpp"
 #include "quant/quant.hpp"
 #include "runtime/context.hpp"
@@ -98,6 +99,43 @@ double nmse(const std::vector<float>& ref, const std::vector<float>& got) {
     return num / den;
 }
 
+/// `path` with every block-quantized tensor dequantized to F32 (the reference kernels), written
+/// next to it: the function the quantized file's weights define, without quantized matmuls.
+fs::path f32_twin(const fs::path& path) {
+    const gguf::File f = gguf::File::open(path.string());
+    gguf::Writer w;
+    for (const gguf::KeyValue& kv : f.metadata()) w.set(kv.key, kv.value);
+    for (const gguf::TensorInfo& t : f.tensors()) {
+        std::vector<int64_t> ne(t.ne, t.ne + t.n_dims);
+        if (!dtype_info(t.type).quantized) {
+            w.add_tensor(t.name, t.type, ne, f.tensor_data(t), t.size);
+            continue;
+        }
+        std::vector<float> v(static_cast<size_t>(t.n_elements()));
+        const uint64_t row = dtype_row_bytes(t.type, t.ne[0]);
+        for (int64_t r = 0; r < t.n_elements() / t.ne[0]; ++r)
+            quant::dequantize_row(t.type, f.tensor_data(t) + r * row, v.data() + r * t.ne[0], t.ne[0]);
+        w.add_tensor(t.name, DType::F32, ne, v.data(), v.size() * sizeof(float));
+    }
+    const fs::path twin = path.string() + ".f32.gguf";
+    w.write_file(twin.string());
+    return twin;
+}
+
+/// The quantized model decodes what its weights say: logits close to its F32 twin's. The
+/// difference is the 8-bit activation quantization inside each of the 15 quantized matmuls,
+/// amplified by two random blocks (up to ~9e-3 seen here); other weights differ far more (the
+/// F32 source and its Q4_K copy: 0.02 to 0.5).
+void expect_decodes(const fs::path& path) {
+    const auto ref = logits(f32_twin(path)), got = logits(path);
+    ASSERT_EQ(ref.size(), got.size());
+    for (size_t i = 0; i < ref.size(); ++i) {
+        for (float v : got[i]) ASSERT_TRUE(std::isfinite(v));
+        EXPECT_LT(nmse(ref[i], got[i]), 2e-2) << "token " << i;
+    }
+}
+
+
 TEST(Quantize, F32ToQ4KMatchesReferenceAndDecodes) {
     // Rows of 128 (fallbacks to Q5_0 / Q8_0) and ffn_down rows of 256 (Q4_K / Q6_K).
     const fs::path dir = test::temp_dir();
@@ -117,14 +155,7 @@ TEST(Quantize, F32ToQ4KMatchesReferenceAndDecodes) {
     for (const auto& t : out.tensors()) bytes_out += t.size;
     EXPECT_EQ(st.bytes_in, bytes_in);
     EXPECT_EQ(st.bytes_out, bytes_out);
-
-    // 4-6 bit weights on a random 2-layer model: logits within a few percent of F32's.
-    const auto ref = logits(src), got = logits(dst);
-    ASSERT_EQ(ref.size(), got.size());
-    for (size_t i = 0; i < ref.size(); ++i) {
-        for (float v : got[i]) ASSERT_TRUE(std::isfinite(v));
-        EXPECT_LT(nmse(ref[i], got[i]), 0.02) << "token " << i;
-    }
+    expect_decodes(dst);
 }
 
 TEST(Quantize, RequantizesQ8_0WithThreads) {
@@ -140,8 +171,7 @@ TEST(Quantize, RequantizesQ8_0WithThreads) {
         const gguf::File in = gguf::File::open(src.string()), out = gguf::File::open(dst.string());
         expect_converted(in, out, model::plan_quantization(in, target, opt));
         expect_metadata_kept(in, out, target.file_type);
-        const auto ref = logits(src), got = logits(dst);
-        for (size_t i = 0; i < ref.size(); ++i) EXPECT_LT(nmse(ref[i], got[i]), 0.02) << "token " << i;
+        expect_decodes(dst);
     }
 }
 
