@@ -54,7 +54,7 @@ void add_quantize_command(CLI::App& app) {
     cmd->add_flag("--allow-requantize", o->allow_requantize,
                   "Allow converting tensors that are already quantized (loses precision)");
     cmd->add_option("-t,--threads", o->threads, "Threads converting rows (default: physical cores)")
-        ->check(CLI::PositiveNumber);
+        ->check(CLI::Range(1, 1024));
     cmd->callback([o] {
         const model::QuantTarget& target = model::find_quant_target(o->type);
         std::printf("tessel quantize: %s -> %s as %s (llama.cpp file type %s = %u), %d threads\n", printable(o->in).c_str(),
