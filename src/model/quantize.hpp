@@ -4,6 +4,9 @@
 // quantizer does without an importance matrix; tensors whose type does not change are copied
 // byte for byte. All metadata is kept, except split.* keys; general.file_type is set to the
 // target's LLAMA_FTYPE_* value and general.quantization_version to 2 (ggml's GGML_QNT_VERSION).
+// Tensors keep the input's order (llama-quantize writes them sorted by layer, then name). The
+// output is assembled in memory (gguf::Writer) before it is written: peak memory is about the
+// output's size plus the mapped input.
 #pragma once
 
 #include <cstdint>
