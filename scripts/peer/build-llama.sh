@@ -1,22 +1,23 @@
 #!/usr/bin/env bash
-# Build llama.cpp's CLI tools (llama-perplexity, llama-bench) from the pinned llama-cpp-python
+# Build llama.cpp's CLI tools (llama-perplexity, llama-bench, llama-quantize) from the pinned llama-cpp-python
 # sdist (scripts/peer/fetch-sdist.sh) into tessel's peer cache. They are peers for measurements
 # on this machine only, never shipped or committed:
 #
 #   scripts/peer/build-llama.sh      -> prints the folder holding the binaries on stdout
 #
 # Layout under ${TESSEL_PEER_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tessel/peer}:
-#   llama-build-VERSION/bin/llama-perplexity, llama-bench   (VERSION: llama-cpp-python's)
+#   llama-build-VERSION/bin/llama-perplexity, llama-bench, llama-quantize   (VERSION: llama-cpp-python's)
 # CPU backend only, Release, no network code (LLAMA_OPENSSL=OFF; LLAMA_CURL is gone upstream),
 # GGML_NATIVE=ON: ggml is compiled for this CPU (-march=native), so the binaries are fast here
 # and may not run on another machine; rebuild after moving the cache. Needs cmake and ninja
-# (Debian packages, scripts/install-deps.sh). Idempotent: existing binaries are reused. The
+# (Debian packages, scripts/install-deps.sh). Idempotent: existing binaries are reused; a
+# cache that lacks one of the tools is rebuilt whole. The
 # build happens in a temporary folder inside the cache, renamed into place when complete, so a
 # failed or interrupted build leaves nothing behind. Jobs: ${TESSEL_PEER_JOBS:-2}.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-tools=(llama-perplexity llama-bench)
+tools=(llama-perplexity llama-bench llama-quantize)
 jobs=${TESSEL_PEER_JOBS:-2}
 
 for tool in cmake ninja; do

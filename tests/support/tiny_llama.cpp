@@ -11,7 +11,8 @@
 namespace tessel::test {
 
 std::filesystem::path write_tiny_llama(const std::filesystem::path& path, const TinyLlamaOptions& opt) {
-    constexpr int64_t E = 128, L = 2, H = 4, Hkv = 2, D = 32, F = 256;
+    constexpr int64_t H = 4;
+    const int64_t E = opt.n_embd, L = opt.n_layer, D = E / H, F = opt.n_ff, Hkv = opt.n_head_kv;
     int64_t V = 160;
     gguf::Writer w;
     if (!opt.vocab_from.empty()) {

@@ -1,7 +1,7 @@
 // A small llama-architecture GGUF with seeded random weights, for model and runtime tests:
-// 2 blocks, n_embd 128, 4 heads of 32 over 2 KV heads (grouped-query attention), n_ff 256,
-// vocabulary 160, training context 512, rope base 10000. No tokenizer unless asked for: `vocab`
-// writes a synthetic one, `vocab_from` copies a real model's (at most one of the two).
+// by default 2 blocks, n_embd 128, 4 heads of 32 over 2 KV heads (grouped-query attention),
+// n_ff 256, vocabulary 160, training context 512, rope base 10000. No tokenizer unless asked
+// for: `vocab` writes a synthetic one, `vocab_from` copies a real model's (at most one of the two).
 #pragma once
 
 #include <cstdint>
@@ -24,6 +24,10 @@ struct TinyLlamaOptions {
     /// Also write a byte-level BPE vocabulary (tokenizer.ggml.*: model gpt2, tokens "t0".."t159",
     /// one merge, BOS 0 added), so the public tessel::Model API can load the file.
     bool vocab = false;
+    int64_t n_embd = 128;        ///< a multiple of 4 (4 heads of n_embd / 4)
+    int64_t n_ff = 256;
+    int64_t n_head_kv = 2;       ///< 1, 2 or 4
+    int64_t n_layer = 2;
 };
 
 /// Writes the model to `path` (overwritten) and returns path.

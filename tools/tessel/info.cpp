@@ -12,6 +12,7 @@
 #include "core/dtype.hpp"
 #include "cpu/threadpool.hpp"
 #include "gguf/reader.hpp"
+#include "text.hpp"
 
 namespace tessel::cli {
 namespace {
@@ -26,23 +27,6 @@ constexpr size_t kStringPreview = 120;
 std::string quote(const std::string& s) {
     std::string body = s.size() > kStringPreview ? s.substr(0, kStringPreview) + "..." : s;
     return nlohmann::ordered_json(body).dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
-}
-
-/// Keys, tensor and file names come from the file: escape control characters so they cannot
-/// drive the terminal or break the table.
-std::string printable(const std::string& s) {
-    std::string out;
-    out.reserve(s.size());
-    for (unsigned char c : s) {
-        if (c < 0x20 || c == 0x7f) {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\x%02x", c);
-            out += buf;
-        } else {
-            out += static_cast<char>(c);
-        }
-    }
-    return out;
 }
 
 std::string scalar_text(const Value& v) {
@@ -98,12 +82,6 @@ nlohmann::ordered_json value_json(const Value& v, bool full) {
         }
     }
     return nullptr;
-}
-
-std::string shape_text(const gguf::TensorInfo& t) {
-    std::string s = "[";
-    for (uint32_t d = 0; d < t.n_dims; ++d) s += (d ? ", " : "") + std::to_string(t.ne[d]);
-    return s + "]";
 }
 
 void print_text(const gguf::File& f) {
