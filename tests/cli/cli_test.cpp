@@ -200,3 +200,38 @@ TEST(CliChat, KeepsTheConversationBetweenTurns) {
 
 }  // namespace
 }  // namespace tessel
+
+namespace tessel {
+namespace {
+
+// `tessel quantize` end to end: one line per tensor, a file tessel loads and runs, and a bad
+// TYPE refused with one line before anything is written.
+TEST(CliQuantize, WritesAModelThatRuns) {
+    const auto dir = test::temp_dir();
+    test::TinyLlamaOptions opt;
+    opt.matrix_type = DType::F32;
+    opt.vocab = true;
+    const std::string in = test::write_tiny_llama(dir / "f32.gguf", opt).string();
+    const std::string out = (dir / "q8.gguf").string();
+    const CliResult r = run_tessel({"quantize", in, out, "Q8_0", "-t", "2"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto src = gguf::File::open(in);
+    const auto dst = gguf::File::open(out);
+    ASSERT_EQ(dst.tensors().size(), src.tensors().size());
+    size_t listed = 0;
+    for (const auto& t : src.tensors()) listed += r.out.find(" " + t.name + " ") != std::string::npos;
+    EXPECT_EQ(listed, src.tensors().size()) << r.out;
+    EXPECT_EQ(dst.find_tensor("blk.0.attn_q.weight")->type, DType::Q8_0);
+    EXPECT_EQ(dst.find_tensor("blk.0.attn_norm.weight")->type, DType::F32);
+    const CliResult gen = run_tessel({"run", "-m", out, "-p", "t1 t2", "-n", "4", "--temp", "0"});
+    EXPECT_EQ(gen.exit_code, 0) << gen.err;
+
+    const CliResult bad = run_tessel({"quantize", in, (dir / "x.gguf").string(), "Q3_X"});
+    EXPECT_EQ(bad.exit_code, 2);
+    ASSERT_EQ(bad.err_lines().size(), 1u) << bad.err;
+    EXPECT_NE(bad.err.find("Q3_X"), std::string::npos) << bad.err;
+    EXPECT_FALSE(std::filesystem::exists(dir / "x.gguf"));
+}
+
+}  // namespace
+}  // namespace tessel
