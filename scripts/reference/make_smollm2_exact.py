@@ -39,7 +39,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from make_smollm2_reference import (  # noqa: E402
-    MODEL_SHA256, REPO, default_model_path, fetch_model, full_positions, sha256_file)
+    MODEL_SHA256, REPO, default_model_path, full_positions, require_model)
 
 N_FULL = 4  # logit vectors per prompt: keeps the file near 4.7 MB
 
@@ -127,11 +127,7 @@ def main() -> None:
 
     import gguf  # noqa: PLC0415
 
-    if not args.model.exists():
-        fetch_model(args.model)
-    got = sha256_file(args.model)
-    if got != MODEL_SHA256:
-        sys.exit(f"error: {args.model} has sha256 {got}, expected {MODEL_SHA256}")
+    require_model(args.model)
 
     weights = Weights(args.model)
     ref = gguf.GGUFReader(args.reference)
@@ -158,10 +154,12 @@ def main() -> None:
         print(f"{name}: {len(tokens)} tokens, logits at {pos}", file=sys.stderr)
 
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    w.write_header_to_file(args.out)
+    tmp = args.out.with_suffix(".tmp")
+    w.write_header_to_file(path=tmp)
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
+    tmp.replace(args.out)
     print(f"wrote {args.out}", file=sys.stderr)
 
 

@@ -141,6 +141,15 @@ def fetch_model(dest: Path) -> None:
         part.replace(dest)
 
 
+def require_model(path: Path) -> None:
+    """Fetches the model to `path` when missing; exits when its sha256 is not the pinned one."""
+    if not path.exists():
+        fetch_model(path)
+    got = sha256_file(path)
+    if got != MODEL_SHA256:
+        sys.exit(f"error: {path} has sha256 {got}, expected {MODEL_SHA256}")
+
+
 def top_k(logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Top-k ids (descending logit, lowest id first on ties) and logits of each row."""
     ids = np.argsort(-logits, axis=1, kind="stable")[:, :TOP_K].astype(np.int32)
@@ -204,11 +213,7 @@ def main() -> None:
     import gguf  # noqa: PLC0415
     import llama_cpp  # noqa: PLC0415
 
-    if not args.model.exists():
-        fetch_model(args.model)
-    got = sha256_file(args.model)
-    if got != MODEL_SHA256:
-        sys.exit(f"error: {args.model} has sha256 {got}, expected {MODEL_SHA256}")
+    require_model(args.model)
 
     llm = open_model(args.model, flash_attn=False)
     vocab = llm._model.vocab

@@ -10,6 +10,7 @@
 #include "cpu/cpu_backend.hpp"
 #include "runtime/context.hpp"
 #include "runtime/perplexity.hpp"
+#include "support/nmse.hpp"
 #include "support/test_paths.hpp"
 #include "support/tiny_llama.hpp"
 #include "tessel/errors.hpp"
@@ -52,11 +53,6 @@ std::vector<std::vector<float>> run(Context& ctx, const std::vector<int32_t>& to
     return out;
 }
 
-double nmse(const std::vector<float>& ref, const std::vector<float>& got) {
-    double num = 0, den = 0;
-    for (size_t i = 0; i < ref.size(); ++i) num += (ref[i] - got[i]) * double(ref[i] - got[i]), den += ref[i] * double(ref[i]);
-    return num / den;
-}
 
 ContextParams params(int64_t n_ubatch = 512, FlashAttn fa = FlashAttn::On) {
     ContextParams p;
@@ -126,7 +122,7 @@ TEST(Context, FlashAttentionOnAndOffAgree) {
     const auto tokens = prompt(33);
     Context on(m, params(512, FlashAttn::On)), off(m, params(512, FlashAttn::Off));
     const auto a = run(on, tokens), b = run(off, tokens);
-    for (size_t i = 0; i < a.size(); ++i) EXPECT_LT(nmse(a[i], b[i]), 1e-6) << "token " << i;
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_LT(test::nmse(b[i], a[i]), 1e-6) << "token " << i;
 }
 
 TEST(Context, Q8_0CacheIsCloseToF16) {
@@ -136,7 +132,7 @@ TEST(Context, Q8_0CacheIsCloseToF16) {
     q.type_k = q.type_v = "q8_0";
     Context f16(m, params()), q8(m, q);
     const auto a = run(f16, tokens), b = run(q8, tokens);
-    for (size_t i = 0; i < a.size(); ++i) EXPECT_LT(nmse(a[i], b[i]), 3e-3) << "token " << i;  // Q8_0 rounding (~4e-3 relative per value), amplified by 2 random blocks
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_LT(test::nmse(b[i], a[i]), 3e-3) << "token " << i;  // Q8_0 rounding (~4e-3 relative per value), amplified by 2 random blocks
     ContextParams bad = q;
     bad.flash_attn = FlashAttn::Off;
     EXPECT_THROW(Context(m, bad), Error);

@@ -15,6 +15,7 @@
 #include "model/quantize.hpp"
 #include "quant/quant.hpp"
 #include "runtime/context.hpp"
+#include "support/nmse.hpp"
 #include "support/test_paths.hpp"
 #include "support/tiny_llama.hpp"
 #include "tessel/errors.hpp"
@@ -93,11 +94,6 @@ std::vector<std::vector<float>> logits(const fs::path& path) {
     return out;
 }
 
-double nmse(const std::vector<float>& ref, const std::vector<float>& got) {
-    double num = 0, den = 0;
-    for (size_t i = 0; i < ref.size(); ++i) num += (ref[i] - got[i]) * double(ref[i] - got[i]), den += ref[i] * double(ref[i]);
-    return num / den;
-}
 
 /// `path` with every block-quantized tensor dequantized to F32 (the reference kernels), written
 /// next to it: the function the quantized file's weights define, without quantized matmuls.
@@ -131,7 +127,7 @@ void expect_decodes(const fs::path& path) {
     ASSERT_EQ(ref.size(), got.size());
     for (size_t i = 0; i < ref.size(); ++i) {
         for (float v : got[i]) ASSERT_TRUE(std::isfinite(v));
-        EXPECT_LT(nmse(ref[i], got[i]), 2e-2) << "token " << i;
+        EXPECT_LT(test::nmse(got[i], ref[i]), 2e-2) << "token " << i;
     }
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "gguf/reader.hpp"
+#include "support/nmse.hpp"
 #include "support/test_paths.hpp"
 #include "tessel/engine.hpp"
 
@@ -49,17 +50,5 @@ std::vector<T> reference_tensor(const gguf::File& f, const std::string& name) {
 std::vector<std::vector<float>> teacher_forced_logits(const std::shared_ptr<const Model>& model,
                                                       const std::vector<int32_t>& tokens, FlashAttn fa,
                                                       int64_t n_ubatch);
-
-/// Normalized mean squared error sum((got - want)^2) / sum(want^2), in double.
-template <typename Want>
-double nmse(const std::vector<float>& got, const Want* want) {
-    double num = 0.0, den = 0.0;
-    for (size_t i = 0; i < got.size(); ++i) {
-        const double w = static_cast<double>(want[i]);
-        num += (got[i] - w) * (got[i] - w);
-        den += w * w;
-    }
-    return num / den;
-}
 
 }  // namespace tessel::test
