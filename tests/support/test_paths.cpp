@@ -1,10 +1,13 @@
 #include "support/test_paths.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <string_view>
-#include <unistd.h>
+#include <vector>
 
 namespace tessel::test {
 
@@ -40,6 +43,31 @@ bool in_ci() {
     return ci && std::string_view(ci) == "true";
 }
 
+namespace {
+
+// Removes the folders temp_dir() made when the test process ends, unless a test failed (then
+// they are kept for a look and their paths are printed).
+struct TempDirs {
+    std::vector<std::filesystem::path> dirs;
+    ~TempDirs() {
+        const bool failed = ::testing::UnitTest::GetInstance()->Failed();
+        for (const auto& d : dirs) {
+            std::error_code ec;
+            if (failed)
+                std::fprintf(stderr, "kept %s\n", d.string().c_str());
+            else
+                std::filesystem::remove_all(d, ec);
+        }
+    }
+};
+
+TempDirs& temp_dirs() {
+    static TempDirs t;
+    return t;
+}
+
+}  // namespace
+
 std::filesystem::path temp_dir() {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
     std::string name = info ? std::string(info->test_suite_name()) + "." + info->name() : "tessel";
@@ -48,6 +76,8 @@ std::filesystem::path temp_dir() {
     auto dir = std::filesystem::temp_directory_path() / ("tessel-test-" + std::to_string(::getpid()) + "-" + name);
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
+    auto& made = temp_dirs().dirs;
+    if (std::find(made.begin(), made.end(), dir) == made.end()) made.push_back(dir);
     return dir;
 }
 

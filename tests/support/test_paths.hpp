@@ -21,7 +21,8 @@ std::filesystem::path peer_sdist_dir();
 /// True when running under CI (CI=true): tests that need shared data must fail, not skip.
 bool in_ci();
 
-/// A fresh, empty temporary directory unique to the calling test.
+/// A fresh, empty temporary directory unique to the calling test; removed when the test process
+/// ends unless a test failed (then kept, and its path printed).
 std::filesystem::path temp_dir();
 
 }  // namespace tessel::test
