@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 #include "gguf/format.hpp"
 #include "tessel/errors.hpp"
@@ -244,6 +245,11 @@ std::vector<uint8_t> Writer::to_bytes(uint32_t version) const {
 
 void Writer::write_file(const std::string& path, uint32_t version) const {
     check_version(version);
+    // rename() would replace a device, FIFO or symlink at `path` with the new file.
+    std::error_code ec;
+    const auto st = std::filesystem::symlink_status(path, ec);
+    if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
+        throw Error(ErrorCode::InvalidArgument, path + ": not a regular file (refusing to replace it)");
     const std::string tmp = path + ".tmp";
     std::FILE* f = std::fopen(tmp.c_str(), "wb");
     if (!f) throw Error(ErrorCode::Io, tmp + ": cannot create: " + std::strerror(errno));

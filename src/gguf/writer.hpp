@@ -50,7 +50,8 @@ public:
 
     /// Writes the file to `path.tmp` and renames it to `path`, so no partial file is left under
     /// `path` on error. Throws tessel::Error(Io) naming the path when writing fails, and
-    /// tessel::Error(InvalidArgument) for a bad version.
+    /// tessel::Error(InvalidArgument) for a bad version or when `path` exists and is not a
+    /// regular file (a device, FIFO, folder or symlink is never replaced).
     void write_file(const std::string& path, uint32_t version = 3) const;
 
     /// Bytes the file will take (the size of to_bytes()).

@@ -5,6 +5,7 @@
 // the default model's tokenizer, and the default model itself for the chat test.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -124,6 +125,24 @@ TEST_F(CliErrors, PromptLongerThanContext) {
     expect_one_error_line(run_tessel({"run", "-m", tiny("m.gguf"), "-c", "64", "-p", prompt}), "context");
 }
 
+TEST_F(CliErrors, PromptFileThatIsNoFile) {
+    expect_one_error_line(run_tessel({"run", "-m", tiny("m.gguf"), "-f", dir_.string()}), "not a regular file");
+    expect_one_error_line(run_tessel({"run", "-m", tiny("m.gguf"), "-f", (dir_ / "absent.txt").string()}),
+                          "absent\\.txt: cannot read");
+}
+
+// Sampling values outside the sampler's domain are flag errors: exit 2, one line naming the flag.
+TEST_F(CliErrors, BadSamplingValueNamesTheFlag) {
+    for (const auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{
+             {"--top-k", "-5"}, {"--top-p", "2"}, {"--temp", "nan"}, {"--repeat-penalty", "0"}, {"--seed", "-2"}}) {
+        const CliResult r = run_tessel({"run", "-m", tiny("m.gguf"), "-p", "hi", flag, value});
+        EXPECT_EQ(r.exit_code, 2) << flag << " " << value << ": " << r.err;
+        const auto lines = r.err_lines();
+        ASSERT_EQ(lines.size(), 1u) << r.err;
+        EXPECT_NE(lines[0].find(flag), std::string::npos) << lines[0];
+    }
+}
+
 TEST_F(CliErrors, UnknownChatTemplateName) {
     const CliResult r = run_tessel({"run", "-m", tiny("m.gguf"), "--chat", "--chat-template", "vicuna9", "-p", "hi"});
     EXPECT_NE(r.exit_code, 0);
@@ -225,6 +244,15 @@ TEST(CliQuantize, WritesAModelThatRuns) {
     EXPECT_EQ(dst.find_tensor("blk.0.attn_norm.weight")->type, DType::F32);
     const CliResult gen = run_tessel({"run", "-m", out, "-p", "t1 t2", "-n", "4", "--temp", "0"});
     EXPECT_EQ(gen.exit_code, 0) << gen.err;
+
+    // A FIFO (or device) at OUT is refused, not replaced by the new file.
+    const auto fifo = dir / "fifo";
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    const CliResult onto_fifo = run_tessel({"quantize", in, fifo.string(), "Q8_0"});
+    EXPECT_EQ(onto_fifo.exit_code, 1);
+    ASSERT_EQ(onto_fifo.err_lines().size(), 1u) << onto_fifo.err;
+    EXPECT_NE(onto_fifo.err.find("not a regular file"), std::string::npos) << onto_fifo.err;
+    EXPECT_TRUE(std::filesystem::is_fifo(fifo));
 
     const CliResult bad = run_tessel({"quantize", in, (dir / "x.gguf").string(), "Q3_X"});
     EXPECT_EQ(bad.exit_code, 2);

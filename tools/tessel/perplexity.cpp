@@ -20,14 +20,11 @@ void add_perplexity_command(CLI::App& app) {
     add_model_options(*cmd, o->model);
     cmd->add_option("-f,--file", o->file, "Text file")->required();
     cmd->callback([o] {
-        std::ifstream in(o->file, std::ios::binary);
-        if (!in) throw Error(ErrorCode::Io, "cannot read " + o->file);
-        std::ostringstream text;
-        text << in.rdbuf();
+        const std::string text = read_text_file(o->file);
         if (o->model.n_ctx == 0) throw Error(ErrorCode::InvalidArgument, "perplexity needs -c > 0");
         const LoadedModel loaded = load_model(o->model);
         const auto& model = loaded.model;
-        const std::vector<int32_t> tokens = model->tokenize(runtime::perplexity_text(text.str()), true, false);
+        const std::vector<int32_t> tokens = model->tokenize(runtime::perplexity_text(text), true, false);
         Context ctx(model, context_params(o->model));
         loaded.report();
         std::fprintf(stderr, "tessel: %zu tokens, %lld chunks of %lld\n", tokens.size(),

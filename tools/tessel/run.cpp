@@ -54,16 +54,8 @@ void report(const runtime::GenerateStats& st, int64_t n_ctx) {
                  static_cast<long long>(st.n_generated), st.t_generate > 0 ? st.n_generated / st.t_generate : 0.0);
 }
 
-std::string read_file(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) throw Error(ErrorCode::Io, "cannot read prompt file " + path);
-    std::ostringstream s;
-    s << f.rdbuf();
-    return s.str();
-}
-
 void run(const RunOptions& o) {
-    const std::string text = o.prompt_file.empty() ? o.prompt : read_file(o.prompt_file);
+    const std::string text = o.prompt_file.empty() ? o.prompt : read_text_file(o.prompt_file);
     const LoadedModel loaded = load_model(o.model);
     const auto& model = loaded.model;
     std::vector<int32_t> tokens;
@@ -132,7 +124,10 @@ void chat(const RunOptions& o) {
         cached.insert(cached.end(), generated.begin(), generated.begin() + (n_past - static_cast<int32_t>(cached.size())));
         msgs.push_back({"assistant", reply});
         report(st, ctx.n_ctx());
-        if (st.stop == runtime::StopReason::ContextFull) break;
+        if (st.stop == runtime::StopReason::ContextFull) {
+            std::fprintf(stderr, "tessel chat: the context is full, the chat ends (raise -c for longer chats)\n");
+            break;
+        }
     }
 }
 

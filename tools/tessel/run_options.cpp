@@ -1,9 +1,18 @@
 #include "run_options.hpp"
 
 #include <chrono>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <cstdio>
+#include <limits>
+#include <string>
 
 #include "runtime/model_fetch.hpp"
+#include "tessel/errors.hpp"
 
 namespace tessel::cli {
 
@@ -19,16 +28,59 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
     cmd.add_option("--cache-type-v", o.type_v, "V cache type: f16, f32, q8_0; q8_0 needs -fa on (also -ctv)")->check(CLI::IsMember({"f16", "f32", "q8_0"}));
 }
 
+namespace {
+
+// Validators for the sampling flags, so a bad value is a flag error (exit 2) naming the flag;
+// the rules are the Sampler's (src/sample/sampler.cpp), which checks them again.
+CLI::Validator finite_above(double lo, bool allow_lo, const std::string& what) {
+    return CLI::Validator(
+        [lo, allow_lo, what](std::string& in) -> std::string {
+            double v = 0.0;
+            try {
+                size_t used = 0;
+                v = std::stod(in, &used);
+                if (used != in.size()) return "expected a number, got '" + in + "'";
+            } catch (const std::exception&) {
+                return "expected a number, got '" + in + "'";
+            }
+            if (!std::isfinite(v) || v < lo || (!allow_lo && v == lo)) return "expected " + what + ", got " + in;
+            return {};
+        },
+        what);
+}
+
+}  // namespace
+
 void add_sampling_options(CLI::App& cmd, SamplerParams& s) {
-    cmd.add_option("--temp", s.temp, "Temperature (<= 0: greedy)");
-    cmd.add_option("--top-k", s.top_k, "Top-k (0: off)");
-    cmd.add_option("--top-p", s.top_p, "Top-p (1: off)");
-    cmd.add_option("--min-p", s.min_p, "Min-p (0: off)");
-    cmd.add_option("--repeat-penalty", s.repeat_penalty, "Repetition penalty (1: off)");
-    cmd.add_option("--repeat-last-n", s.repeat_last_n, "Tokens of history the penalties look at");
-    cmd.add_option("--presence-penalty", s.presence_penalty, "Presence penalty (0: off)");
-    cmd.add_option("--frequency-penalty", s.frequency_penalty, "Frequency penalty (0: off)");
-    cmd.add_option("--seed", s.seed, "RNG seed (4294967295 = random)");
+    const double inf = std::numeric_limits<double>::infinity();
+    cmd.add_option("--temp", s.temp, "Temperature (<= 0: greedy)")->check(finite_above(-inf, false, "a finite value"));
+    cmd.add_option("--top-k", s.top_k, "Top-k (0: off)")->check(CLI::Range(0, std::numeric_limits<int32_t>::max()));
+    cmd.add_option("--top-p", s.top_p, "Top-p (1: off)")
+        ->check(finite_above(0.0, false, "a value in (0, 1]") & CLI::Range(0.0, 1.0));
+    cmd.add_option("--min-p", s.min_p, "Min-p (0: off)")->check(CLI::Range(0.0, 1.0));
+    cmd.add_option("--repeat-penalty", s.repeat_penalty, "Repetition penalty (1: off)")
+        ->check(finite_above(0.0, false, "a finite value > 0"));
+    cmd.add_option("--repeat-last-n", s.repeat_last_n, "Tokens of history the penalties look at (0: off)")
+        ->check(CLI::Range(0, std::numeric_limits<int32_t>::max()));
+    cmd.add_option("--presence-penalty", s.presence_penalty, "Presence penalty (0: off)")
+        ->check(finite_above(-inf, false, "a finite value"));
+    cmd.add_option("--frequency-penalty", s.frequency_penalty, "Frequency penalty (0: off)")
+        ->check(finite_above(-inf, false, "a finite value"));
+    cmd.add_option_function<int64_t>(
+           "--seed", [&s](const int64_t& v) { s.seed = v == -1 ? kRandomSeed : static_cast<uint32_t>(v); },
+           "RNG seed (-1: random, the default)")
+        ->check(CLI::Range(int64_t{-1}, int64_t{std::numeric_limits<uint32_t>::max()}));
+}
+
+std::string read_text_file(const std::string& path) {
+    std::error_code ec;
+    const auto st = std::filesystem::status(path, ec);
+    if (ec) throw Error(ErrorCode::Io, path + ": cannot read: " + ec.message());
+    if (!std::filesystem::is_regular_file(st)) throw Error(ErrorCode::Io, path + ": not a regular file");
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream text;
+    if (!in || !(text << in.rdbuf()) || in.bad()) throw Error(ErrorCode::Io, path + ": cannot read: " + std::strerror(errno));
+    return text.str();
 }
 
 LoadedModel load_model(const ModelOptions& o) {

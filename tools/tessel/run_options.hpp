@@ -29,6 +29,10 @@ void add_model_options(CLI::App& cmd, ModelOptions& o);
 /// --presence-penalty, --frequency-penalty, --seed on cmd.
 void add_sampling_options(CLI::App& cmd, SamplerParams& s);
 
+/// The whole contents of a text file given by a flag (-f). Throws tessel::Error(Io)
+/// "<path>: cannot read: <reason>" or "<path>: not a regular file".
+std::string read_text_file(const std::string& path);
+
 /// A model loaded by a command, with how long loading took.
 struct LoadedModel {
     std::shared_ptr<const Model> model;
