@@ -1,7 +1,5 @@
 // `tessel perplexity -m FILE -f TEXT [-c 512] [-b N]`: perplexity as llama-perplexity reports it.
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "commands.hpp"
 #include "run_options.hpp"

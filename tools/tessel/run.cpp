@@ -1,9 +1,8 @@
 // `tessel run` (one prompt, streamed continuation) and `tessel chat` (interactive, the KV cache
 // kept between turns).
 #include <cstdio>
-#include <fstream>
 #include <iostream>
-#include <sstream>
+#include <limits>
 
 #include "commands.hpp"
 #include "run_options.hpp"
@@ -140,14 +139,17 @@ void add_run_commands(CLI::App& app) {
                                     : app.add_subcommand("run", "Generate text from a prompt, streamed to stdout");
         add_model_options(*cmd, o->model);
         add_sampling_options(*cmd, o->sampling);
-        cmd->add_option("-n,--n-predict", o->n_predict, "Tokens to generate (-1: until end of generation or context)");
-        cmd->add_option("--chat-template", o->chat_template, "Chat format: chatml, llama3, gemma, phi3 (default: detected)");
-        cmd->add_option("--system-prompt", o->system, "System message for chat formatting (also -sys)");
+        cmd->add_option("-n,--n-predict", o->n_predict, "Tokens to generate (-1: until end of generation or context)")
+            ->check(CLI::Range(int64_t{-1}, std::numeric_limits<int64_t>::max()));
+        CLI::Option* tmpl = cmd->add_option("--chat-template", o->chat_template, "Chat format: chatml, llama3, gemma, phi3 (default: detected)");
+        CLI::Option* sys = cmd->add_option("--system-prompt", o->system, "System message for chat formatting (also -sys)");
         if (!interactive) {
             CLI::Option* p = cmd->add_option("-p,--prompt", o->prompt, "Prompt text");
             CLI::Option* f = cmd->add_option("-f,--file", o->prompt_file, "Read the prompt from a file")->excludes(p);
             p->excludes(f);
-            cmd->add_flag("--chat", o->chat, "Format the prompt as a user turn of the model's chat template");
+            CLI::Option* chat = cmd->add_flag("--chat", o->chat, "Format the prompt as a user turn of the model's chat template");
+            tmpl->needs(chat);
+            sys->needs(chat);
             cmd->callback([o, p, f] {
                 if (p->count() == 0 && f->count() == 0) throw CLI::RequiredError("run: -p PROMPT or -f FILE");
                 run(*o);
