@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_run.hpp"
 #include "gguf/reader.hpp"
 #include "runtime/chat_template.hpp"
 #include "runtime/generate.hpp"
@@ -27,18 +28,6 @@
 namespace tessel {
 namespace {
 
-struct CliResult {
-    int exit_code = -1;
-    std::string out, err;
-    std::vector<std::string> err_lines() const {
-        std::vector<std::string> lines;
-        std::istringstream in(err);
-        for (std::string l; std::getline(in, l);)
-            if (!l.empty()) lines.push_back(l);
-        return lines;
-    }
-};
-
 std::string slurp(const std::filesystem::path& p) {
     std::ifstream in(p, std::ios::binary);
     std::ostringstream s;
@@ -46,32 +35,8 @@ std::string slurp(const std::filesystem::path& p) {
     return s.str();
 }
 
-std::string shell_quote(const std::string& s) {
-    std::string q = "'";
-    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return q + "'";
-}
-
-/// Runs the tessel binary with `args`, `input` on stdin; captures stdout, stderr and the exit code.
-CliResult run_tessel(const std::vector<std::string>& args, const std::string& input = "") {
-    static int runs = 0;
-    const auto dir = std::filesystem::temp_directory_path() / ("tessel-cli-run-" + std::to_string(::getpid()) + "-" +
-                                                       std::to_string(runs++));
-    std::filesystem::remove_all(dir);
-    std::filesystem::create_directories(dir);
-    std::ofstream(dir / "stdin") << input;
-    std::string cmd = shell_quote(TESSEL_CLI_PATH);
-    for (const auto& a : args) cmd += " " + shell_quote(a);
-    cmd += " <" + shell_quote((dir / "stdin").string()) + " >" + shell_quote((dir / "stdout").string()) + " 2>" +
-           shell_quote((dir / "stderr").string());
-    const int status = std::system(cmd.c_str());
-    CliResult r;
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    r.out = slurp(dir / "stdout");
-    r.err = slurp(dir / "stderr");
-    std::filesystem::remove_all(dir);
-    return r;
-}
+using test::CliResult;
+using test::run_tessel;
 
 /// Expects a failed run that printed exactly one `tessel: error: ...` line matching `what`.
 void expect_one_error_line(const CliResult& r, const std::string& what) {
@@ -222,6 +187,9 @@ TEST(CliChat, KeepsTheConversationBetweenTurns) {
 
 namespace tessel {
 namespace {
+
+using test::CliResult;
+using test::run_tessel;
 
 // `tessel quantize` end to end: one line per tensor, a file tessel loads and runs, and a bad
 // TYPE refused with one line before anything is written.

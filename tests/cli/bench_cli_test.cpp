@@ -1,10 +1,7 @@
 // `tessel bench` end to end on a tiny random llama: the binary is run as a user would run it and
 // its JSON, CSV and markdown are checked field by field against the GGUF file and against each
 // other (speeds are never checked, only their consistency with the samples).
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <spawn.h>
-#include <sys/wait.h>
 
 #include <cmath>
 #include <fstream>
@@ -12,48 +9,18 @@
 #include <regex>
 #include <sstream>
 
+#include "cli_run.hpp"
 #include "gguf/reader.hpp"
 #include "support/test_paths.hpp"
 #include "support/tiny_llama.hpp"
 
-extern char** environ;
-
 namespace tessel {
 namespace {
 
-struct CliRun {
-    int code = -1;
-    std::string out, err;
-};
-
-std::string slurp(const std::filesystem::path& p) {
-    std::ifstream f(p, std::ios::binary);
-    std::ostringstream s;
-    s << f.rdbuf();
-    return s.str();
-}
-
-/// Runs `tessel bench ARGS...` with stdout and stderr captured in files of `dir`.
-CliRun tessel_bench(const std::filesystem::path& dir, std::vector<std::string> args) {
-    args.insert(args.begin(), {TESSEL_CLI, "bench"});
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const std::string out = (dir / "stdout").string(), err = (dir / "stderr").string();
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    pid_t pid = 0;
-    CliRun r;
-    const int rc = posix_spawn(&pid, TESSEL_CLI, &fa, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) return r;
-    int status = 0;
-    waitpid(pid, &status, 0);
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = slurp(out), r.err = slurp(err);
-    return r;
+/// Runs `tessel bench ARGS...`.
+test::CliResult tessel_bench(const std::filesystem::path&, std::vector<std::string> args) {
+    args.insert(args.begin(), "bench");
+    return test::run_tessel(args);
 }
 
 struct FileFacts {
@@ -110,8 +77,8 @@ protected:
 const char* kTinyType = "llama ?B (guessed) Q8_0";
 
 TEST_F(BenchCli, JsonRecords) {
-    const CliRun r = tessel_bench(dir_, {"-m", model_.string(), "-p", "8", "-n", "4", "-r", "2", "-t", "1", "-o", "json"});
-    ASSERT_EQ(r.code, 0) << r.err;
+    const test::CliResult r = tessel_bench(dir_, {"-m", model_.string(), "-p", "8", "-n", "4", "-r", "2", "-t", "1", "-o", "json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
     const nlohmann::json j = nlohmann::json::parse(r.out);
     ASSERT_TRUE(j.is_array());
     ASSERT_EQ(j.size(), 2u);
@@ -157,8 +124,8 @@ TEST_F(BenchCli, JsonRecords) {
 }
 
 TEST_F(BenchCli, CsvRecords) {
-    const CliRun r = tessel_bench(dir_, {"-m", model_.string(), "-p", "8", "-n", "4", "-r", "2", "-t", "1,2", "-o", "csv"});
-    ASSERT_EQ(r.code, 0) << r.err;
+    const test::CliResult r = tessel_bench(dir_, {"-m", model_.string(), "-p", "8", "-n", "4", "-r", "2", "-t", "1,2", "-o", "csv"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
     const std::vector<std::string> ls = lines(r.out);
     ASSERT_EQ(ls.size(), 5u) << r.out;  // header, then pp8 and tg4 for 1 and 2 threads
     std::vector<std::string> names;
@@ -190,8 +157,8 @@ TEST_F(BenchCli, CsvRecords) {
 }
 
 TEST_F(BenchCli, MarkdownTable) {
-    const CliRun r = tessel_bench(dir_, {"-m", model_.string(), "-p", "8", "-n", "4", "-r", "2", "-t", "1"});
-    ASSERT_EQ(r.code, 0) << r.err;
+    const test::CliResult r = tessel_bench(dir_, {"-m", model_.string(), "-p", "8", "-n", "4", "-r", "2", "-t", "1"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
     const std::vector<std::string> ls = lines(r.out);
     ASSERT_EQ(ls.size(), 6u) << r.out;  // 2 header lines, 2 rows, a blank line, the build line
     EXPECT_EQ(ls[0], "| model                          |       size |     params | backend    | threads |            test |                  t/s |");
@@ -208,7 +175,7 @@ TEST_F(BenchCli, MarkdownTable) {
 }
 
 TEST_F(BenchCli, UsageErrorsExit2ModelErrorsExit1) {
-    auto one_error_line = [](const CliRun& r) {
+    auto one_error_line = [](const test::CliResult& r) {
         const std::vector<std::string> ls = lines(r.err);
         return ls.size() == 1 && ls[0].rfind("tessel: error: ", 0) == 0;
     };
@@ -216,13 +183,13 @@ TEST_F(BenchCli, UsageErrorsExit2ModelErrorsExit1) {
              {"-o", "xml"}, {"-p", "0", "-n", "0"}, {"-t", "1,x"}, {"-p", "8-2"}, {"-b", "0"}, {"-fa", "maybe"}, {"-r", "0"}}) {
         std::vector<std::string> full = {"-m", model_.string()};
         full.insert(full.end(), args.begin(), args.end());
-        const CliRun r = tessel_bench(dir_, full);
-        EXPECT_EQ(r.code, 2) << args[0] << ": " << r.err;
+        const test::CliResult r = tessel_bench(dir_, full);
+        EXPECT_EQ(r.exit_code, 2) << args[0] << ": " << r.err;
         EXPECT_TRUE(one_error_line(r)) << r.err;
         EXPECT_EQ(r.out, "") << args[0];
     }
-    const CliRun missing = tessel_bench(dir_, {"-m", (dir_ / "missing.gguf").string(), "-p", "8", "-n", "0", "-r", "1"});
-    EXPECT_EQ(missing.code, 1) << missing.err;
+    const test::CliResult missing = tessel_bench(dir_, {"-m", (dir_ / "missing.gguf").string(), "-p", "8", "-n", "0", "-r", "1"});
+    EXPECT_EQ(missing.exit_code, 1) << missing.err;
     EXPECT_TRUE(one_error_line(missing)) << missing.err;
     EXPECT_NE(missing.err.find("missing.gguf"), std::string::npos) << missing.err;
 }
