@@ -13,16 +13,12 @@
 extern char** environ;
 
 namespace tessel::test {
-namespace {
-
-std::string slurp(const std::filesystem::path& p) {
+std::string read_all(const std::filesystem::path& p) {
     std::ifstream in(p, std::ios::binary);
     std::ostringstream s;
     s << in.rdbuf();
     return s.str();
 }
-
-}  // namespace
 
 std::vector<std::string> CliResult::err_lines() const {
     std::vector<std::string> lines;
@@ -59,8 +55,8 @@ CliResult run_tessel(const std::vector<std::string>& args, const std::string& in
         int status = 0;
         waitpid(pid, &status, 0);
         r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        r.out = slurp(out);
-        r.err = slurp(err);
+        r.out = read_all(out);
+        r.err = read_all(err);
     }
     std::filesystem::remove_all(dir);
     return r;

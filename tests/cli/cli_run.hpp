@@ -1,6 +1,7 @@
 // Running the tessel binary of this build (TESSEL_CLI_PATH) from tests, as a user would.
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,9 @@ struct CliResult {
     /// The non-empty lines of err.
     std::vector<std::string> err_lines() const;
 };
+
+/// The whole contents of a file ("" when it cannot be read).
+std::string read_all(const std::filesystem::path& p);
 
 /// Runs `tessel ARGS...` (posix_spawn, no shell) with `input` on stdin and stdout / stderr
 /// captured through files in a private temporary folder (removed afterwards).

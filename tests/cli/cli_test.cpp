@@ -28,13 +28,6 @@
 namespace tessel {
 namespace {
 
-std::string slurp(const std::filesystem::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
 using test::CliResult;
 using test::run_tessel;
 
@@ -69,7 +62,7 @@ TEST_F(CliErrors, MissingModelFile) {
 
 TEST_F(CliErrors, CorruptModelFile) {
     const std::string good = tiny("good.gguf");
-    const std::string bytes = slurp(good);
+    const std::string bytes = test::read_all(good);
     const std::string bad = (dir_ / "truncated.gguf").string();
     std::ofstream(bad, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
     expect_one_error_line(run_tessel({"run", "-m", bad, "-p", "hi", "-n", "2"}), "truncated\\.gguf");
