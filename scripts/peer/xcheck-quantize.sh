@@ -23,13 +23,7 @@ types=("$@")
 [[ ${#types[@]} -gt 0 ]] || types=(Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 IQ4_NL MXFP4 Q4_K Q6_K F16)
 
 bin=$(scripts/peer/build-llama.sh)
-model_dir=${XDG_CACHE_HOME:-$HOME/.cache}/tessel/models
-[[ $model_dir == /* ]] || model_dir=$HOME/.cache/tessel/models   # XDG: relative paths are ignored
-model=$model_dir/SmolLM2-135M-Instruct.Q4_1.gguf
-if [[ ! -f $model ]]; then
-    echo "xcheck-quantize: fetching the default model with $tessel" >&2
-    "$tessel" run -p hi -n 1 >/dev/null
-fi
+model=$(scripts/default-model.sh "$tessel")
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/xcheck-quantize.XXXXXX")
 [[ ${TESSEL_XCHECK_KEEP:-0} == 1 ]] || trap 'rm -rf "$work"' EXIT

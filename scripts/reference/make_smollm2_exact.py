@@ -39,7 +39,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from make_smollm2_reference import (  # noqa: E402
-    MODEL_SHA256, REPO, default_model_path, full_positions, require_model)
+    MODEL_SHA256, REPO, default_model_path, full_positions, require_model, write_gguf)
 
 N_FULL = 4  # logit vectors per prompt: keeps the file near 4.7 MB
 
@@ -153,13 +153,7 @@ def main() -> None:
         w.add_tensor(f"{name}.full_logits", logits[pos].astype(np.float32))
         print(f"{name}: {len(tokens)} tokens, logits at {pos}", file=sys.stderr)
 
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.out.with_suffix(".tmp")
-    w.write_header_to_file(path=tmp)
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    tmp.replace(args.out)
+    write_gguf(w, args.out)
     print(f"wrote {args.out}", file=sys.stderr)
 
 

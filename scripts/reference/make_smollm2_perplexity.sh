@@ -25,13 +25,7 @@ bin=$(scripts/peer/build-llama.sh)
 build=$(basename "$(dirname "$bin")")     # llama-build-VERSION
 version=${build#llama-build-}
 
-model_dir=${XDG_CACHE_HOME:-$HOME/.cache}/tessel/models
-[[ $model_dir == /* ]] || model_dir=$HOME/.cache/tessel/models   # XDG: relative paths are ignored
-model=$model_dir/SmolLM2-135M-Instruct.Q4_1.gguf
-if [[ ! -f $model ]]; then
-    echo "make_smollm2_perplexity: fetching the default model with $tessel" >&2
-    "$tessel" run -p hi -n 1 >/dev/null
-fi
+model=$(scripts/default-model.sh "$tessel")
 sha=$(sha256sum "$model" | cut -d' ' -f1)
 
 args=(-f "$text" -c "$n_ctx" -b "$n_batch" -t "$threads" -nr)

@@ -150,6 +150,17 @@ def require_model(path: Path) -> None:
         sys.exit(f"error: {path} has sha256 {got}, expected {MODEL_SHA256}")
 
 
+def write_gguf(w, out: Path) -> None:
+    """Writes gguf-py writer `w` to `out` through a temporary file, so `out` is never partial."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".gguf.tmp")
+    w.write_header_to_file(path=tmp)
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    tmp.replace(out)
+
+
 def top_k(logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Top-k ids (descending logit, lowest id first on ties) and logits of each row."""
     ids = np.argsort(-logits, axis=1, kind="stable")[:, :TOP_K].astype(np.int32)
@@ -289,13 +300,7 @@ def main() -> None:
                   file=sys.stderr)
         del llm
 
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.out.with_suffix(".gguf.tmp")
-    w.write_header_to_file(path=tmp)
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    tmp.replace(args.out)
+    write_gguf(w, args.out)
     print(f"wrote {args.out} ({args.out.stat().st_size} bytes, sha256 {sha256_file(args.out)})",
           file=sys.stderr)
 
