@@ -1,0 +1,131 @@
+#include "cpu/packed/format.hpp"
+
+#include <cstring>
+#include <vector>
+
+#include "quant/quant.hpp"
+
+namespace tessel::cpu::packed {
+namespace {
+
+constexpr int64_t kBlock = 32;  // elements per block of every quantized format here
+constexpr int64_t kRegBytes = 4 * kGroupRows;
+
+/// Geometry of a legacy 32-element block: `scales` fp16 values (d, then m) before `qs` quant
+/// bytes. Plain run-time values (one copy of the code for every format).
+struct QuantLayout {
+    int64_t scales, qs;
+
+    int64_t block_bytes() const { return 2 * scales + qs; }
+    size_t group_bytes(int64_t k) const { return static_cast<size_t>(kGroupRows * (k / kBlock) * block_bytes()); }
+
+    /// Byte of the packed group block (16 blocks) for original block byte `i` of row j.
+    int64_t position(int64_t j, int64_t i) const {
+        if (i < 2 * scales) return (i / 2) * 2 * kGroupRows + 2 * j + i % 2;  // scale i/2 of row j
+        const int64_t q = i - 2 * scales;
+        return 2 * scales * kGroupRows + (q / 4) * kRegBytes + 4 * j + q % 4;
+    }
+
+    void permute(bool to_packed, const uint8_t* src, uint8_t* dst, int64_t n, int64_t k) const {
+        const int64_t nb = k / kBlock, bb = block_bytes(), row_bytes = nb * bb;
+        const int64_t gb = static_cast<int64_t>(group_bytes(k));
+        if (to_packed) std::memset(dst, 0, static_cast<size_t>((n + kGroupRows - 1) / kGroupRows * gb));
+        for (int64_t r = 0; r < n; ++r) {
+            const int64_t j = r % kGroupRows;
+            uint8_t* packed_rows = (to_packed ? dst : const_cast<uint8_t*>(src)) + (r / kGroupRows) * gb;
+            uint8_t* plain_row = (to_packed ? const_cast<uint8_t*>(src) : dst) + r * row_bytes;
+            for (int64_t b = 0; b < nb; ++b)
+                for (int64_t i = 0; i < bb; ++i) {
+                    uint8_t& packed = packed_rows[b * kGroupRows * bb + position(j, i)];
+                    uint8_t& plain = plain_row[b * bb + i];
+                    if (to_packed) packed = plain;
+                    else plain = packed;
+                }
+        }
+    }
+
+    void row_to_float(DType type, const uint8_t* packed, int64_t row, int64_t k, float* out) const {
+        const int64_t nb = k / kBlock, j = row % kGroupRows, bb = block_bytes();
+        const uint8_t* group = packed + (row / kGroupRows) * static_cast<int64_t>(group_bytes(k));
+        std::vector<uint8_t> plain(static_cast<size_t>(nb * bb));
+        for (int64_t b = 0; b < nb; ++b)
+            for (int64_t i = 0; i < bb; ++i) plain[static_cast<size_t>(b * bb + i)] = group[b * kGroupRows * bb + position(j, i)];
+        quant::dequantize_row(type, plain.data(), out, k);
+    }
+};
+
+constexpr QuantLayout kQ4_0{1, 16}, kQ4_1{2, 16}, kQ8_0{1, 32};
+
+size_t q4_0_group_bytes(int64_t k) { return kQ4_0.group_bytes(k); }
+size_t q4_1_group_bytes(int64_t k) { return kQ4_1.group_bytes(k); }
+size_t q8_0_group_bytes(int64_t k) { return kQ8_0.group_bytes(k); }
+void q4_0_pack(const uint8_t* s, uint8_t* d, int64_t n, int64_t k) { kQ4_0.permute(true, s, d, n, k); }
+void q4_1_pack(const uint8_t* s, uint8_t* d, int64_t n, int64_t k) { kQ4_1.permute(true, s, d, n, k); }
+void q8_0_pack(const uint8_t* s, uint8_t* d, int64_t n, int64_t k) { kQ8_0.permute(true, s, d, n, k); }
+void q4_0_unpack(const uint8_t* s, uint8_t* d, int64_t n, int64_t k) { kQ4_0.permute(false, s, d, n, k); }
+void q4_1_unpack(const uint8_t* s, uint8_t* d, int64_t n, int64_t k) { kQ4_1.permute(false, s, d, n, k); }
+void q8_0_unpack(const uint8_t* s, uint8_t* d, int64_t n, int64_t k) { kQ8_0.permute(false, s, d, n, k); }
+void q4_0_row(const uint8_t* p, int64_t r, int64_t k, float* o) { kQ4_0.row_to_float(DType::Q4_0, p, r, k, o); }
+void q4_1_row(const uint8_t* p, int64_t r, int64_t k, float* o) { kQ4_1.row_to_float(DType::Q4_1, p, r, k, o); }
+void q8_0_row(const uint8_t* p, int64_t r, int64_t k, float* o) { kQ8_0.row_to_float(DType::Q8_0, p, r, k, o); }
+
+// f16x16: element k of row j at group + (k * 16 + j) * 2.
+size_t f16_group_bytes(int64_t k) { return static_cast<size_t>(kGroupRows * k * 2); }
+
+template <bool kPack>
+void f16_permute(const uint8_t* src, uint8_t* dst, int64_t n, int64_t k) {
+    const int64_t groups = (n + kGroupRows - 1) / kGroupRows;
+    if constexpr (kPack) std::memset(dst, 0, static_cast<size_t>(groups) * f16_group_bytes(k));
+    for (int64_t r = 0; r < n; ++r) {
+        const int64_t gbase = (r / kGroupRows) * static_cast<int64_t>(f16_group_bytes(k)), j = r % kGroupRows;
+        for (int64_t e = 0; e < k; ++e) {
+            uint8_t* p = kPack ? dst + gbase + (e * kGroupRows + j) * 2 : dst + (r * k + e) * 2;
+            const uint8_t* s = kPack ? src + (r * k + e) * 2 : src + gbase + (e * kGroupRows + j) * 2;
+            std::memcpy(p, s, 2);
+        }
+    }
+}
+void f16_pack(const uint8_t* src, uint8_t* dst, int64_t n, int64_t k) { f16_permute<true>(src, dst, n, k); }
+void f16_unpack(const uint8_t* src, uint8_t* dst, int64_t n, int64_t k) { f16_permute<false>(src, dst, n, k); }
+void f16_row_to_float(const uint8_t* packed, int64_t row, int64_t k, float* out) {
+    const uint8_t* group = packed + (row / kGroupRows) * static_cast<int64_t>(f16_group_bytes(k));
+    std::vector<uint16_t> plain(static_cast<size_t>(k));
+    for (int64_t e = 0; e < k; ++e) std::memcpy(&plain[static_cast<size_t>(e)], group + (e * kGroupRows + row % kGroupRows) * 2, 2);
+    quant::dequantize_row(DType::F16, plain.data(), out, k);
+}
+
+constexpr Format kFormats[] = {
+    {FormatId::Q4_0x16, "q4_0x16", DType::Q4_0, q4_0_group_bytes, q4_0_pack, q4_0_unpack, q4_0_row},
+    {FormatId::Q4_1x16, "q4_1x16", DType::Q4_1, q4_1_group_bytes, q4_1_pack, q4_1_unpack, q4_1_row},
+    {FormatId::Q8_0x16, "q8_0x16", DType::Q8_0, q8_0_group_bytes, q8_0_pack, q8_0_unpack, q8_0_row},
+    {FormatId::F16x16, "f16x16", DType::F16, f16_group_bytes, f16_pack, f16_unpack, f16_row_to_float},
+};
+
+}  // namespace
+
+std::span<const Format> formats() { return kFormats; }
+
+const Format* format_for(DType t) {
+    for (const Format& f : kFormats)
+        if (f.weight == t) return &f;
+    return nullptr;
+}
+
+const Format* format_by_id(uint32_t id) {
+    for (const Format& f : kFormats)
+        if (static_cast<uint32_t>(f.id) == id) return &f;
+    return nullptr;
+}
+
+size_t packed_bytes(const Format& f, int64_t n, int64_t k) {
+    return static_cast<size_t>((n + kGroupRows - 1) / kGroupRows) * f.group_bytes(k);
+}
+
+size_t group_offset(const Format& f, int64_t n0, int64_t k) { return static_cast<size_t>(n0 / kGroupRows) * f.group_bytes(k); }
+
+bool packable(const Format& f, int64_t k) {
+    const int64_t block = static_cast<int64_t>(dtype_info(f.weight).block_size);
+    return k > 0 && k % block == 0;
+}
+
+}  // namespace tessel::cpu::packed

@@ -1,0 +1,71 @@
+#include "cpu/packed/kernel.hpp"
+
+#include <cstdlib>
+#include <string>
+
+#include "tessel/errors.hpp"
+
+namespace tessel::cpu::packed {
+
+size_t lhs_row_bytes(const Kernel& kern, int64_t k) { return static_cast<size_t>(dtype_row_bytes(kern.lhs, k)); }
+size_t lhs_packed_bytes(const Kernel& kern, int64_t m, int64_t k) { return static_cast<size_t>(m) * lhs_row_bytes(kern, k); }
+size_t lhs_offset(const Kernel& kern, int64_t m_idx, int64_t k) { return static_cast<size_t>(m_idx) * lhs_row_bytes(kern, k); }
+size_t rhs_packed_bytes(const Kernel& kern, int64_t n, int64_t k) { return packed_bytes(*kern.format, n, k); }
+size_t rhs_offset(const Kernel& kern, int64_t n_idx, int64_t k) { return group_offset(*kern.format, n_idx, k); }
+
+const std::vector<const Kernel*>& all_kernels() {
+    static const std::vector<const Kernel*> table = [] {
+        std::vector<const Kernel*> t;
+#if defined(__x86_64__)
+        for (const auto& tab : {amx_kernels(), avx512vnni_kernels(), avx2_kernels()})
+            for (const Kernel* k : tab) t.push_back(k);
+#endif
+        return t;
+    }();
+    return table;
+}
+
+bool usable(const Kernel& k, const CpuFeatures& f) { return tier_supported(f, k.tier); }
+
+std::vector<const Kernel*> chain(DType t, const CpuFeatures& f) {
+    std::vector<const Kernel*> out;
+    for (const Kernel* k : all_kernels())
+        if (k->format->weight == t && usable(*k, f)) out.push_back(k);
+    return out;
+}
+
+int matrix_thread_cap() {
+    static const int cap = [] {
+        const char* v = std::getenv("TESSEL_CPU_MATRIX_THREADS");
+        if (!v || !*v) return 0;
+        char* end = nullptr;
+        const long n = std::strtol(v, &end, 10);
+        if (*end != '\0' || n < 0 || n > 1024)
+            throw Error(ErrorCode::InvalidArgument,
+                        std::string("TESSEL_CPU_MATRIX_THREADS=") + v + ": expected a thread count 0..1024 (0 = no cap)");
+        return static_cast<int>(n);
+    }();
+    return cap;
+}
+
+Plan plan(const std::vector<const Kernel*>& c, int64_t M, int nth, int cap) {
+    Plan p;
+    for (const Kernel* k : c)
+        if (M >= k->min_m) {
+            p.main = k;
+            break;
+        }
+    if (!p.main) p.main = c.back();
+    p.main_threads = nth;
+    if (p.main->matrix_unit && cap > 0 && cap < nth) {
+        for (const Kernel* k : c)
+            if (!k->matrix_unit) {
+                p.fallback = k;
+                break;
+            }
+        if (p.fallback) p.main_threads = cap;
+    }
+    return p;
+}
+
+}  // namespace tessel::cpu::packed

@@ -1,0 +1,100 @@
+// Packed micro-kernels: descriptors, per-ISA tables and chains (DESIGN.md, "The packed cpu path").
+//
+// A micro-kernel multiplies packed activation (LHS) rows by a packed weight (RHS, a Format of
+// format.hpp): dst[m][n] = sum_k x[m][k] * w[n][k]. Its descriptor states its geometry and the
+// functions around it, so the driver (mul_mat.cpp) needs no per-kernel code:
+//   mr x nr   register tile (activation rows x weight rows); nr = 16 for every format here
+//   kr, sr    K bytes per 32-bit lane of a packed register, and how many K-elements 16 apart share
+//             one byte (2 for 4-bit quants: low and high nibble; 1 otherwise)
+//   m_step    rows of LHS the GEMM consumes per call unit (= mr); n_step = 16 (one group)
+// Names follow `<weight>_<activation>_{gemm,gemv}_<mr>x<nr>_<isa>`. ISA code lives in per-ISA
+// translation units (packed_<isa>.cpp); the tables of the tiers this CPU cannot run are never
+// entered.
+//
+// A chain is, per weight type, the usable kernels best first; the driver takes for an op with M
+// activation rows the first whose min_m <= M (so a matrix unit serves prompts and a vector kernel
+// single tokens), and, with a thread cap on the matrix unit (TESSEL_CPU_MATRIX_THREADS), the next
+// non-matrix kernel as the fallback slot for the remaining threads.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/cpu_features.hpp"
+#include "cpu/packed/format.hpp"
+
+namespace tessel::cpu::packed {
+
+/// One call of a micro-kernel: m LHS rows (any m >= 1; GEMV: m == 1) against n weight rows
+/// (any n >= 1, starting at a group boundary; the last group may be partial and only n output
+/// columns are written) over k elements.
+struct GemmArgs {
+    const uint8_t* lhs;  ///< packed LHS row 0; row i at lhs + i * lhs_stride
+    size_t lhs_stride;   ///< bytes between packed LHS rows
+    const uint8_t* rhs;  ///< the packed group holding weight row 0 of this call
+    float* dst;          ///< output row 0, column 0 of this call
+    size_t dst_stride;   ///< bytes between output rows
+    int64_t m, n, k;
+};
+
+struct Kernel {
+    const char* name;       ///< GEMM name, e.g. "q4_0_q8_0_gemm_4x16_avx512vnni"
+    const char* gemv_name;  ///< GEMV name, e.g. "q4_0_q8_0_gemv_1x16_avx512vnni"
+    CpuTier tier;           ///< lowest tier that can run it
+    bool matrix_unit;       ///< runs on a matrix unit (AMX): TESSEL_CPU_MATRIX_THREADS caps it
+    const Format* format;   ///< packed RHS layout
+    DType lhs;              ///< activation packing: Q8_0 / Q8_1 rows (GGUF blocks) or F32 rows
+    int mr, nr, kr, sr, m_step, n_step;
+    int64_t min_m;  ///< the chain uses this kernel for ops with at least min_m activation rows
+    /// Packs m F32 rows (row i at x + i * x_stride bytes) of k elements into dst, one packed row
+    /// every lhs_row_bytes(k) bytes (Q8_0 / Q8_1 blocks as quant::quantize_row makes them, up to
+    /// rounding of exact ties; F32: a copy).
+    void (*pack_lhs)(const float* x, size_t x_stride, uint8_t* dst, int64_t m, int64_t k);
+    void (*gemm)(const GemmArgs& a);
+    void (*gemv)(const GemmArgs& a);  ///< a.m == 1
+};
+
+/// Bytes of one packed LHS row of k elements for kernel kern.
+size_t lhs_row_bytes(const Kernel& kern, int64_t k);
+/// Bytes of m packed LHS rows.
+size_t lhs_packed_bytes(const Kernel& kern, int64_t m, int64_t k);
+/// Offset of packed LHS row m_idx.
+size_t lhs_offset(const Kernel& kern, int64_t m_idx, int64_t k);
+/// Packed RHS bytes of n rows of k elements (the format's size).
+size_t rhs_packed_bytes(const Kernel& kern, int64_t n, int64_t k);
+/// Offset of the group holding weight row n_idx (a multiple of n_step).
+size_t rhs_offset(const Kernel& kern, int64_t n_idx, int64_t k);
+
+/// Every compiled packed kernel, highest tier first (x86: amx, avx512vnni, avx2 tables).
+const std::vector<const Kernel*>& all_kernels();
+
+/// Kernel tables of each ISA (per-ISA translation units; x86 only).
+std::vector<const Kernel*> amx_kernels();         ///< packed_amx.cpp
+std::vector<const Kernel*> avx512vnni_kernels();  ///< packed_avx512vnni.cpp
+std::vector<const Kernel*> avx2_kernels();        ///< packed_avx2.cpp
+
+/// Whether kernel k can run under features f.
+bool usable(const Kernel& k, const CpuFeatures& f);
+
+/// The chain of weight type t under features f: usable kernels for t, best first (empty: t is not
+/// packed on this CPU).
+std::vector<const Kernel*> chain(DType t, const CpuFeatures& f);
+
+/// The matrix-unit thread cap: TESSEL_CPU_MATRIX_THREADS (read once), 0 = no cap (the x86
+/// default: AMX is a per-core unit). Throws Error(InvalidArgument) naming the variable on a value
+/// that is not a non-negative integer.
+int matrix_thread_cap();
+
+/// The kernel(s) one op runs: `main` for M activation rows, and, when main is a matrix-unit kernel
+/// capped below the op's thread count, the fallback kernel for the other threads (else nullptr).
+struct Plan {
+    const Kernel* main = nullptr;
+    const Kernel* fallback = nullptr;
+    int main_threads = 0;  ///< threads running `main` (all of them without a fallback)
+};
+/// Plans an op with M activation rows on nth threads from chain c (non-empty) and cap (0 = none).
+Plan plan(const std::vector<const Kernel*>& c, int64_t M, int nth, int cap);
+
+}  // namespace tessel::cpu::packed

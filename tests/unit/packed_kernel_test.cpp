@@ -1,0 +1,172 @@
+// Packed weight formats and micro-kernels (src/cpu/packed): pack -> unpack is the identity on
+// GGUF bytes; every kernel this CPU can run, GEMM and GEMV, at odd shapes, against a float64 dot
+// of the dequantized weights and the dequantized activations the reference quantizer makes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/cpu_features.hpp"
+#include "core/fp16.hpp"
+#include "cpu/packed/kernel.hpp"
+#include "quant/quant.hpp"
+
+namespace tessel::cpu::packed {
+namespace {
+
+std::vector<float> random_floats(size_t n, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    std::vector<float> v(n);
+    for (float& x : v) x = dist(rng);
+    return v;
+}
+
+/// n rows of k elements of type t (quantized from normal values), GGUF bytes.
+std::vector<uint8_t> random_rows(DType t, int64_t n, int64_t k, uint32_t seed) {
+    const std::vector<float> f = random_floats(static_cast<size_t>(n * k), seed);
+    std::vector<uint8_t> out(static_cast<size_t>(dtype_row_bytes(t, k) * n));
+    quant::quantize_rows(t, f.data(), out.data(), n, k);
+    return out;
+}
+
+TEST(PackedFormat, PackUnpackIsIdentityOnGgufBytes) {
+    for (const Format& f : formats()) {
+        for (int64_t n : {1, 15, 16, 17, 40}) {
+            const int64_t k = f.weight == DType::F16 ? 37 : 96;
+            const std::vector<uint8_t> rows = random_rows(f.weight, n, k, static_cast<uint32_t>(n));
+            std::vector<uint8_t> packed(packed_bytes(f, n, k), 0xAB);
+            f.pack(rows.data(), packed.data(), n, k);
+            EXPECT_NE(0, std::memcmp(rows.data(), packed.data(), std::min(rows.size(), packed.size())))
+                << f.name << ": packing should reorder the bytes";
+            std::vector<uint8_t> back(rows.size(), 0xCD);
+            f.unpack(packed.data(), back.data(), n, k);
+            EXPECT_EQ(rows, back) << f.name << " n=" << n;
+            // row_to_float equals dequantizing the original row
+            std::vector<float> want(static_cast<size_t>(k)), got(static_cast<size_t>(k));
+            for (int64_t r = 0; r < n; r += 7) {
+                quant::dequantize_row(f.weight, rows.data() + r * dtype_row_bytes(f.weight, k), want.data(), k);
+                f.row_to_float(packed.data(), r, k, got.data());
+                EXPECT_EQ(want, got) << f.name << " row " << r;
+            }
+        }
+    }
+}
+
+/// Dequantized activation rows as the kernel sees them (the reference quantizer's blocks).
+std::vector<double> reference_lhs(const Kernel& kern, const std::vector<float>& x, int64_t m, int64_t k) {
+    std::vector<double> out(static_cast<size_t>(m * k));
+    std::vector<uint8_t> q(static_cast<size_t>(dtype_row_bytes(kern.lhs, k)));
+    std::vector<float> f(static_cast<size_t>(k));
+    for (int64_t i = 0; i < m; ++i) {
+        const float* row = x.data() + i * k;
+        if (kern.lhs == DType::F32) {
+            std::copy(row, row + k, f.begin());
+        } else {
+            quant::quantize_row(kern.lhs, row, q.data(), k);
+            quant::dequantize_row(kern.lhs, q.data(), f.data(), k);
+        }
+        for (int64_t e = 0; e < k; ++e) out[static_cast<size_t>(i * k + e)] = f[static_cast<size_t>(e)];
+    }
+    return out;
+}
+
+/// Q4_1 x Q8_1 as ggml defines it: a block's min term is m_w * s_x, where s_x = fp16(d_x * sum q_x)
+/// is stored in the Q8_1 block, instead of m_w * d_x * sum q_x. Returns the difference for one
+/// Q4_1 weight row against one activation row.
+double q8_1_min_correction(const uint8_t* w_row, const float* x_row, int64_t k) {
+    std::vector<uint8_t> q(static_cast<size_t>(dtype_row_bytes(DType::Q8_1, k)));
+    quant::quantize_row(DType::Q8_1, x_row, q.data(), k);
+    double diff = 0;
+    for (int64_t b = 0; b < k / 32; ++b) {
+        const uint8_t* xb = q.data() + b * 36;
+        const uint8_t* wb = w_row + b * 20;
+        uint16_t dh, sh, mh;
+        std::memcpy(&dh, xb, 2), std::memcpy(&sh, xb + 2, 2), std::memcpy(&mh, wb + 2, 2);
+        int sum = 0;
+        for (int e = 0; e < 32; ++e) sum += static_cast<int8_t>(xb[4 + e]);
+        diff += static_cast<double>(fp16_to_fp32(mh)) * (static_cast<double>(fp16_to_fp32(sh)) - static_cast<double>(fp16_to_fp32(dh)) * sum);
+    }
+    return diff;
+}
+
+void check_kernel(const Kernel& kern, int64_t m, int64_t n, int64_t k, uint32_t seed) {
+    SCOPED_TRACE(std::string(kern.name) + " m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k));
+    const Format& f = *kern.format;
+    const std::vector<uint8_t> rows = random_rows(f.weight, n, k, seed);
+    std::vector<uint8_t> packed(rhs_packed_bytes(kern, n, k));
+    f.pack(rows.data(), packed.data(), n, k);
+    const std::vector<float> x = random_floats(static_cast<size_t>(m * k), seed + 1);
+    std::vector<uint8_t> lhs(lhs_packed_bytes(kern, m, k) + 64);
+    kern.pack_lhs(x.data(), static_cast<size_t>(k) * sizeof(float), lhs.data(), m, k);
+
+    const std::vector<double> xr = reference_lhs(kern, x, m, k);
+    std::vector<float> w(static_cast<size_t>(k));
+    std::vector<double> want(static_cast<size_t>(m * n)), scale(static_cast<size_t>(m * n));
+    for (int64_t j = 0; j < n; ++j) {
+        quant::dequantize_row(f.weight, rows.data() + j * dtype_row_bytes(f.weight, k), w.data(), k);
+        for (int64_t i = 0; i < m; ++i) {
+            double s = 0, a = 0;
+            for (int64_t e = 0; e < k; ++e) {
+                s += w[static_cast<size_t>(e)] * xr[static_cast<size_t>(i * k + e)];
+                a += std::fabs(w[static_cast<size_t>(e)] * xr[static_cast<size_t>(i * k + e)]);
+            }
+            if (kern.lhs == DType::Q8_1) s += q8_1_min_correction(rows.data() + j * dtype_row_bytes(f.weight, k), x.data() + i * k, k);
+            want[static_cast<size_t>(i * n + j)] = s;
+            scale[static_cast<size_t>(i * n + j)] = a;
+        }
+    }
+    // output with one spare column per row, which must stay untouched
+    const int64_t ld = n + 1;
+    std::vector<float> out(static_cast<size_t>(m * ld), -7.0f);
+    const GemmArgs args{lhs.data(), lhs_row_bytes(kern, k), packed.data(), out.data(), static_cast<size_t>(ld) * sizeof(float), m, n, k};
+    (m == 1 ? kern.gemv : kern.gemm)(args);
+    for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+            const size_t o = static_cast<size_t>(i * n + j);
+            ASSERT_NEAR(out[static_cast<size_t>(i * ld + j)], want[o], 2e-6 * scale[o] + 1e-6) << "row " << i << " col " << j;
+        }
+        ASSERT_EQ(out[static_cast<size_t>(i * ld + n)], -7.0f) << "column past n written, row " << i;
+    }
+}
+
+TEST(PackedKernel, EveryUsableKernelMatchesTheFloat64Dot) {
+    const CpuFeatures& f = cpu_features();
+    int ran = 0;
+    for (const Kernel* kern : all_kernels()) {
+        if (!usable(*kern, f)) continue;
+        ++ran;
+        const int64_t kmin = static_cast<int64_t>(dtype_info(kern->format->weight).block_size) == 1 ? 1 : 32;
+        for (int64_t m : {1, 3, 4, 7, 33})
+            for (int64_t n : {1, 16, 21, 50}) check_kernel(*kern, m, n, kmin == 1 ? 19 : 96, static_cast<uint32_t>(m * 100 + n));
+        check_kernel(*kern, 5, 16, kmin, 9);   // K at the smallest legal size
+        check_kernel(*kern, 2, 33, 1024, 10);  // longer K
+    }
+    if (tier_supported(f, CpuTier::Avx512Vnni)) {
+        EXPECT_GT(ran, 0);
+    }
+}
+
+TEST(PackedKernel, LhsPackingEqualsTheReferenceQuantizer) {
+    for (const Kernel* kern : all_kernels()) {
+        if (!usable(*kern, cpu_features()) || kern->lhs == DType::F32) continue;
+        const int64_t m = 3, k = 256;
+        std::vector<float> x = random_floats(static_cast<size_t>(m * k), 5);
+        x[7] = 0.5f * 127.0f / 127.0f;  // exact values keep ties possible
+        std::vector<uint8_t> got(lhs_packed_bytes(*kern, m, k)), want(got.size());
+        kern->pack_lhs(x.data(), static_cast<size_t>(k) * sizeof(float), got.data(), m, k);
+        quant::quantize_rows(kern->lhs, x.data(), want.data(), m, k);
+        // a kernel may bias the quants by 128 (unsigned activations); undo it before comparing
+        const size_t head = kern->lhs == DType::Q8_1 ? 4 : 2, block = head + 32;
+        if (got[head] != want[head]) {
+            for (size_t b = 0; b < got.size(); b += block)
+                for (size_t q = 0; q < 32; ++q) got[b + head + q] ^= 0x80;
+        }
+        EXPECT_EQ(want, got) << kern->name;
+    }
+}
+
+}  // namespace
+}  // namespace tessel::cpu::packed
