@@ -9,6 +9,9 @@
 
 #include "core/cpu_features.hpp"
 #include "cpu/kernels/kernel.hpp"
+#include "cpu/packed/buffer.hpp"
+#include "cpu/packed/kernel.hpp"
+#include "cpu/packed/mul_mat.hpp"
 #include "cpu/ref/ref.hpp"
 #include "cpu/threadpool.hpp"
 #include "tessel/errors.hpp"
@@ -56,7 +59,13 @@ public:
         for (Tensor* node : nodes) {
             if (op_is_view(node->op)) continue;
             const bool solo = node_bytes(*node) < kSoloBytes;
-            if (const FastKernel* k = select_kernel(*node, features)) {
+            if (packed::reads_packed(*node)) {
+                if (!packed::supports_node(*node))
+                    throw Error(ErrorCode::Unsupported, std::string(op_name(node->op)) + " " + describe(*node) +
+                                                            " reads a CPU_PACKED weight in a form the packed path does not serve");
+                void* work = work_buffer(packed::work_size(*node, pool_.size()));
+                run(solo, [node, work](ThreadContext& ctx) { packed::run(*node, ctx, work); });
+            } else if (const FastKernel* k = select_kernel(*node, features)) {
                 void* work = work_buffer(k->work_size(*node, pool_.size()));
                 run(solo, [node, k, work](ThreadContext& ctx) { k->run(*node, ctx, work); });
             } else {
@@ -66,6 +75,7 @@ public:
     }
     void synchronize() override {}
     std::string kernel_name(const Tensor& t) const override {
+        if (packed::reads_packed(t)) return packed::kernel_name(t, pool_.size());
         const FastKernel* k = select_kernel(t, usable_cpu_features());
         return k ? kernel_path_name(*k, t) : "ref";
     }
@@ -147,6 +157,13 @@ void CpuDevice::memory(size_t& free, size_t& total) const {
 std::unique_ptr<Backend> CpuDevice::init_backend(const BackendParams& params) {
     const int n = params.n_threads > 0 ? params.n_threads : default_thread_count();
     return std::make_unique<CpuBackend>(*this, n);
+}
+
+std::vector<BufferType*> CpuDevice::extra_weight_buffer_types() {
+    if (!packed::packed_enabled()) return {};
+    for (const packed::Kernel* k : packed::all_kernels())
+        if (packed::usable(*k, usable_cpu_features())) return {&packed::PackedBufferType::instance()};
+    return {};
 }
 
 bool CpuDevice::supports_op(const Tensor& t) const { return ref::supports(t); }

@@ -1,5 +1,5 @@
-// The CPU device: host buffers, a thread pool, and the reference kernels (fast kernels and the
-// packed weight buffer type plug in here in later steps).
+// The CPU device: host buffers, the CPU_PACKED weight buffer type, a thread pool, the packed
+// path, the fast kernels and the reference kernels.
 #pragma once
 
 #include <memory>
@@ -26,6 +26,8 @@ public:
     void memory(size_t& free, size_t& total) const override;
     std::unique_ptr<Backend> init_backend(const BackendParams& params) override;
     BufferType& buffer_type() override { return HostBufferType::instance(); }
+    /// CPU_PACKED (src/cpu/packed/buffer.hpp) when packing is enabled and this CPU runs a packed kernel.
+    std::vector<BufferType*> extra_weight_buffer_types() override;
     bool supports_op(const Tensor& t) const override;
     bool supports_buft(const BufferType& bt) const override { return bt.is_host(); }
     std::unique_ptr<Event> new_event() override;

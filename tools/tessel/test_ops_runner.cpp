@@ -534,6 +534,14 @@ int run_tests(const Options& opt) {
                         ++skipped;
                         continue;
                     }
+                    if (bt != &s.dev->buffer_type() && !bt->supports_use(*sub.out)) {
+                        // the placement rule (backend/weights.hpp) never stores this weight there
+                        l.status = "SKIP";
+                        l.why = bt->name() + " does not serve this use (the weight stays in " + s.dev->buffer_type().name() + ")";
+                        l.print();
+                        ++skipped;
+                        continue;
+                    }
                     if (!s.dev->supports_op(*sub.out)) {
                         l.status = "SKIP";
                         l.why = "not supported";

@@ -1,0 +1,182 @@
+#include "cpu/packed/mul_mat.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "core/cpu_features.hpp"
+#include "cpu/kernels/kernel.hpp"
+#include "cpu/packed/buffer.hpp"
+#include "cpu/packed/kernel.hpp"
+#include "tessel/errors.hpp"
+
+namespace tessel::cpu::packed {
+namespace {
+
+size_t align64(size_t n) { return (n + 63) / 64 * 64; }
+
+bool contiguous_weight(const Tensor& w) {
+    return w.nb[0] == dtype_info(w.type).block_bytes && w.nb[1] == dtype_row_bytes(w.type, w.ne[0]) &&
+           w.nb[2] == w.nb[1] * static_cast<uint64_t>(w.ne[1]) && w.nb[3] == w.nb[2] * static_cast<uint64_t>(w.ne[2]);
+}
+
+bool weight_ok(const Tensor& w) {
+    const Format* f = format_for(w.type);
+    return f && !w.view_src && packable(*f, w.ne[0]) && contiguous_weight(w) && !chain(w.type, usable_cpu_features()).empty();
+}
+
+bool mul_mat_ok(const Tensor& dst) {
+    const Tensor* w = dst.src[0];
+    const Tensor* x = dst.src[1];
+    return w && x && weight_ok(*w) && x->type == DType::F32 && dst.type == DType::F32 && x->nb[0] == sizeof(float) &&
+           dst.nb[0] == sizeof(float) && dst.nb[1] % sizeof(float) == 0 && x->ne[0] == w->ne[0] && dst.ne[0] == w->ne[1] &&
+           x->ne[2] % w->ne[2] == 0 && x->ne[3] % w->ne[3] == 0;
+}
+
+bool get_rows_ok(const Tensor& dst) {
+    const Tensor* w = dst.src[0];
+    const Tensor* ids = dst.src[1];
+    return w && ids && weight_ok(*w) && ids->type == DType::I32 && dst.type == DType::F32 && dst.nb[0] == sizeof(float) &&
+           dst.ne[0] == w->ne[0] && dst.ne[1] == ids->ne[0] && dst.ne[2] == ids->ne[1] && dst.ne[3] == ids->ne[2] &&
+           ids->ne[3] == 1 && w->ne[2] == ids->ne[1] && w->ne[3] == ids->ne[2];
+}
+
+struct OpPlan {
+    Plan p;
+    bool separate_lhs = false;  ///< the fallback packs its own LHS
+};
+
+OpPlan op_plan(const Tensor& dst, int nth) {
+    const Tensor& w = *dst.src[0];
+    const int64_t M = dst.src[1]->ne[1];
+    OpPlan o;
+    o.p = plan(chain(w.type, usable_cpu_features()), M, nth, matrix_thread_cap());
+    o.separate_lhs = o.p.fallback && o.p.fallback->pack_lhs != o.p.main->pack_lhs;
+    return o;
+}
+
+int64_t lhs_rows(const Tensor& dst) { return dst.src[1]->ne[1] * dst.src[1]->ne[2] * dst.src[1]->ne[3]; }
+
+void pack_rows(const Kernel& k, const Tensor& x, int64_t begin, int64_t end, uint8_t* lhs) {
+    const int64_t M = x.ne[1], B2 = x.ne[2], K = x.ne[0];
+    const size_t row = lhs_row_bytes(k, K);
+    const auto* xd = static_cast<const uint8_t*>(x.data);
+    for (int64_t r = begin; r < end;) {
+        const int64_t m = r % M, i2 = r / M % B2, i3 = r / (M * B2);
+        const int64_t run = std::min(end - r, M - m);  // rows of one batch: uniform stride nb[1]
+        k.pack_lhs(reinterpret_cast<const float*>(xd + m * x.nb[1] + i2 * x.nb[2] + i3 * x.nb[3]), x.nb[1],
+                   lhs + static_cast<size_t>(r) * row, run, K);
+        r += run;
+    }
+}
+
+void run_mul_mat(Tensor& dst, ThreadContext& ctx, void* work) {
+    const Tensor& w = *dst.src[0];
+    const Tensor& x = *dst.src[1];
+    const int64_t K = w.ne[0], N = w.ne[1], M = x.ne[1], B2 = x.ne[2], B3 = x.ne[3];
+    const int64_t r2 = B2 / w.ne[2], r3 = B3 / w.ne[3];
+    const OpPlan o = op_plan(dst, ctx.nth);
+    const Kernel& main = *o.p.main;
+    const Kernel& mine = (o.p.fallback && ctx.ith >= o.p.main_threads) ? *o.p.fallback : main;
+
+    auto* lhs_main = static_cast<uint8_t*>(work);
+    uint8_t* lhs_fb = lhs_main + align64(lhs_packed_bytes(main, lhs_rows(dst), K));
+    int64_t begin = 0, end = 0;
+    thread_rows(lhs_rows(dst), ctx, begin, end);
+    pack_rows(main, x, begin, end, lhs_main);
+    if (o.separate_lhs) pack_rows(*o.p.fallback, x, begin, end, lhs_fb);
+    ctx.barrier();
+
+    const uint8_t* lhs = (&mine != &main && o.separate_lhs) ? lhs_fb : lhs_main;
+    const size_t lrow = lhs_row_bytes(mine, K);
+    const uint8_t* slot = slot_data(w, *mine.format);
+    const size_t matrix_bytes = packed_bytes(*mine.format, N, K);
+    const int64_t cols = chunk_columns(N, ctx.nth);
+    const int64_t chunks = (N + cols - 1) / cols;
+    ctx.for_chunks(chunks * B2 * B3, 1, [&](int64_t item, int64_t) {
+        const int64_t c = item % chunks, i2 = item / chunks % B2, i3 = item / (chunks * B2);
+        const int64_t n0 = c * cols;
+        const int64_t mat = (i2 / r2) + (i3 / r3) * w.ne[2];
+        GemmArgs a;
+        a.lhs = lhs + static_cast<size_t>(M * (i2 + B2 * i3)) * lrow;
+        a.lhs_stride = lrow;
+        a.rhs = slot + static_cast<size_t>(mat) * matrix_bytes + group_offset(*mine.format, n0, K);
+        a.dst = reinterpret_cast<float*>(static_cast<uint8_t*>(dst.data) + i2 * dst.nb[2] + i3 * dst.nb[3]) + n0;
+        a.dst_stride = dst.nb[1];
+        a.m = M;
+        a.n = std::min(cols, N - n0);
+        a.k = K;
+        (M == 1 ? mine.gemv : mine.gemm)(a);
+    });
+}
+
+void run_get_rows(Tensor& dst, ThreadContext& ctx) {
+    const Tensor& w = *dst.src[0];
+    const Tensor& ids = *dst.src[1];
+    const Format& f = *packed_of(w)->formats[0];
+    const uint8_t* slot = slot_data(w, f);
+    const int64_t K = w.ne[0], N = w.ne[1];
+    const size_t matrix_bytes = packed_bytes(f, N, K);
+    const int64_t R = dst.ne[1], B2 = dst.ne[2];
+    int64_t begin = 0, end = 0;
+    thread_rows(R * B2 * dst.ne[3], ctx, begin, end);
+    for (int64_t r = begin; r < end; ++r) {
+        const int64_t i = r % R, b2 = r / R % B2, b3 = r / (R * B2);
+        const int32_t id = *reinterpret_cast<const int32_t*>(static_cast<const uint8_t*>(ids.data) + i * ids.nb[0] + b2 * ids.nb[1] + b3 * ids.nb[2]);
+        if (id < 0 || id >= N)
+            throw Error(ErrorCode::InvalidArgument, "GET_ROWS: row id " + std::to_string(id) + " in " + describe(ids) +
+                                                        " is outside [0, " + std::to_string(N) + ")");
+        float* out = reinterpret_cast<float*>(static_cast<uint8_t*>(dst.data) + i * dst.nb[1] + b2 * dst.nb[2] + b3 * dst.nb[3]);
+        f.row_to_float(slot + static_cast<size_t>(b2 + b3 * w.ne[2]) * matrix_bytes, id, K, out);
+    }
+}
+
+}  // namespace
+
+bool reads_packed(const Tensor& node) { return node.src[0] && packed_of(*node.src[0]) != nullptr; }
+
+bool supports_node(const Tensor& node) {
+    if (node.op == Op::MUL_MAT) return mul_mat_ok(node);
+    if (node.op == Op::GET_ROWS) return get_rows_ok(node);
+    return false;
+}
+
+size_t work_size(const Tensor& node, int nth) {
+    if (node.op != Op::MUL_MAT) return 0;
+    const OpPlan o = op_plan(node, nth);
+    const int64_t K = node.src[0]->ne[0];
+    size_t n = align64(lhs_packed_bytes(*o.p.main, lhs_rows(node), K));
+    if (o.separate_lhs) n += align64(lhs_packed_bytes(*o.p.fallback, lhs_rows(node), K));
+    return n + 64;  // kernels may read a vector past the last row's end
+}
+
+void run(Tensor& node, ThreadContext& ctx, void* work) {
+    if (node.op == Op::MUL_MAT) run_mul_mat(node, ctx, work);
+    else run_get_rows(node, ctx);
+}
+
+std::string kernel_name(const Tensor& node, int nth) {
+    if (node.op == Op::GET_ROWS) return std::string(packed_of(*node.src[0])->formats[0]->name) + "_get_rows";
+    const OpPlan o = op_plan(node, nth);
+    const bool gemv = node.src[1]->ne[1] == 1;
+    auto name = [&](const Kernel* k) { return std::string(gemv ? k->gemv_name : k->name); };
+    return o.p.fallback ? name(o.p.main) + "+" + name(o.p.fallback) : name(o.p.main);
+}
+
+int64_t chunk_columns(int64_t N, int nth) {
+    static const int64_t env_mult = [] {
+        const char* v = std::getenv("TESSEL_CPU_CHUNK_MULT");
+        if (!v || !*v) return int64_t{0};
+        char* end = nullptr;
+        const long n = std::strtol(v, &end, 10);
+        if (*end != '\0' || n < 1 || n > 65536)
+            throw Error(ErrorCode::InvalidArgument, std::string("TESSEL_CPU_CHUNK_MULT=") + v + ": expected a group count 1..65536");
+        return static_cast<int64_t>(n);
+    }();
+    const int64_t groups = (N + kGroupRows - 1) / kGroupRows;
+    const int64_t mult = env_mult ? env_mult : std::max<int64_t>(1, groups / (4 * static_cast<int64_t>(nth)));
+    return mult * kGroupRows;
+}
+
+}  // namespace tessel::cpu::packed
