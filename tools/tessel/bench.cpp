@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "run_options.hpp"
 #include "core/cpu_features.hpp"
 #include "cpu/threadpool.hpp"
 #include "model/model.hpp"
@@ -176,6 +177,7 @@ void add_bench_command(CLI::App& app) {
     cmd->add_option("-b,--batch-size", o->n_batch, "Prompt tokens per decode call: a list")->capture_default_str();
     cmd->add_option("--ubatch-size", o->n_ubatch, "Tokens per forward graph: a list (also -ub)")->capture_default_str();
     cmd->add_option("--flash-attn", o->flash_attn, "Fused attention: a list of on, off, auto (also -fa)")->capture_default_str();
+    add_packing_flag(*cmd);
     cmd->add_option("-r,--repetitions", o->reps, "Timed repetitions per test")->check(CLI::Range(1, 1000000))->capture_default_str();
     cmd->add_option("-o,--output", o->output, "Output format: md, json or csv")->check(CLI::IsMember({"md", "json", "csv"}))->capture_default_str();
     cmd->add_option("--device", o->device, "Device to run on")->check(CLI::IsMember({"cpu"}))->capture_default_str();

@@ -10,6 +10,9 @@
 #include "commands.hpp"
 #include "core/cpu_features.hpp"
 #include "core/dtype.hpp"
+#include "cpu/packed/buffer.hpp"
+#include "cpu/packed/kernel.hpp"
+#include "cpu/packed/report.hpp"
 #include "cpu/threadpool.hpp"
 #include "gguf/reader.hpp"
 #include "text.hpp"
@@ -176,6 +179,8 @@ void add_info_command(CLI::App& app) {
         bool json = false;
         bool full_arrays = false;
         bool system = false;
+        bool kernels = false;
+        int threads = 0;
     };
     auto opts = std::make_shared<Options>();
     CLI::App* cmd = app.add_subcommand("info", "Print a GGUF file's metadata and tensor table, or (--system) this CPU");
@@ -186,8 +191,23 @@ void add_info_command(CLI::App& app) {
                   "Print the CPU: model, physical cores, ISA features (detected / usable under TESSEL_CPU_ISA), tiers")
         ->excludes(file)
         ->excludes(full);
+    cmd->add_flag("--kernels", opts->kernels,
+                  "Print the packed CPU kernels: per weight type every compiled kernel, whether this CPU runs it, "
+                  "and which one the chain selects (for -t threads) and why")
+        ->excludes(file)
+        ->excludes(full);
+    cmd->add_option("-t,--threads", opts->threads, "With --kernels: thread count for the chain's plan (0: physical cores)")
+        ->check(CLI::Range(0, 1024));
     cmd->callback([opts, file] {
         if (opts->system) return print_system(opts->json);
+        if (opts->kernels) {
+            const int threads = opts->threads > 0 ? opts->threads : cpu::default_thread_count();
+            const std::string report =
+                cpu::packed::kernel_report(usable_cpu_features(), cpu_features(), threads, cpu::packed::matrix_thread_cap());
+            std::fputs(report.c_str(), stdout);
+            if (!cpu::packed::packed_enabled()) std::puts("\nTESSEL_CPU_PACKED=0: weights are not packed");
+            return;
+        }
         if (file->count() == 0) throw CLI::RequiredError("info: a FILE or --system");
         const gguf::File f = gguf::File::open(opts->file);
         if (opts->json)

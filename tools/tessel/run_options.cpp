@@ -11,6 +11,7 @@
 #include <limits>
 #include <string>
 
+#include "cpu/packed/buffer.hpp"
 #include "runtime/model_fetch.hpp"
 #include "tessel/errors.hpp"
 
@@ -26,6 +27,12 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
     cmd.add_option("--flash-attn", o.flash_attn, "Fused attention: on, off or auto (also -fa)")->check(CLI::IsMember({"on", "off", "auto"}));
     cmd.add_option("--cache-type-k", o.type_k, "K cache type: f16, f32, q8_0 (also -ctk)")->check(CLI::IsMember({"f16", "f32", "q8_0"}));
     cmd.add_option("--cache-type-v", o.type_v, "V cache type: f16, f32, q8_0; q8_0 needs -fa on (also -ctv)")->check(CLI::IsMember({"f16", "f32", "q8_0"}));
+    add_packing_flag(cmd);
+}
+
+void add_packing_flag(CLI::App& cmd) {
+    cmd.add_flag_callback("--no-packed", [] { cpu::packed::set_packed_enabled(false); },
+                          "Keep weights in their GGUF layout (no CPU_PACKED repacking; also TESSEL_CPU_PACKED=0)");
 }
 
 namespace {

@@ -23,8 +23,10 @@ struct ModelOptions {
     std::string type_k = "f16", type_v = "f16";
 };
 
-/// Registers -m, --device, -c, -t, -b, -ub, -fa, -ctk, -ctv on cmd.
+/// Registers -m, --device, -c, -t, -b, -ub, -fa, -ctk, -ctv and --no-packed on cmd.
 void add_model_options(CLI::App& cmd, ModelOptions& o);
+/// Registers --no-packed: weights stay in the CPU's plain buffer type (no CPU_PACKED).
+void add_packing_flag(CLI::App& cmd);
 /// Registers --temp, --top-k, --top-p, --min-p, --repeat-penalty, --repeat-last-n,
 /// --presence-penalty, --frequency-penalty, --seed on cmd.
 void add_sampling_options(CLI::App& cmd, SamplerParams& s);
