@@ -70,7 +70,7 @@ public:
     std::unique_ptr<Buffer> alloc_buffer(size_t size) override;
     bool is_host() const override { return true; }
     size_t alloc_size(const Tensor& t) const override;
-    /// MUL_MAT (and GET_ROWS) nodes whose weight type has a packed chain on this CPU, with F32
+    /// MUL_MAT, MUL_MAT_ID and GET_ROWS nodes whose weight type has a packed chain on this CPU, with F32
     /// activations in contiguous rows (see mul_mat.cpp).
     bool supports_use(const Tensor& use) const override;
     /// The process-wide instance.

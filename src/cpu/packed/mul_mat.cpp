@@ -42,14 +42,28 @@ bool get_rows_ok(const Tensor& dst) {
            ids->ne[3] == 1 && w->ne[2] == ids->ne[1] && w->ne[3] == ids->ne[2];
 }
 
+bool mul_mat_id_ok(const Tensor& dst) {
+    const Tensor* w = dst.src[0];
+    const Tensor* x = dst.src[1];
+    const Tensor* ids = dst.src[2];
+    return w && x && ids && weight_ok(*w) && x->type == DType::F32 && dst.type == DType::F32 && ids->type == DType::I32 &&
+           x->nb[0] == sizeof(float) && dst.nb[0] == sizeof(float) && dst.nb[1] % sizeof(float) == 0 && x->ne[0] == w->ne[0] &&
+           dst.ne[0] == w->ne[1] && w->ne[3] == 1 && x->ne[3] == 1 && ids->ne[1] == x->ne[2] && ids->ne[0] % x->ne[1] == 0 &&
+           dst.ne[1] == ids->ne[0] && dst.ne[2] == ids->ne[1];
+}
+
 struct OpPlan {
     Plan p;
     bool separate_lhs = false;  ///< the fallback packs its own LHS
 };
 
+/// Activation rows per weight matrix: M of MUL_MAT; for MUL_MAT_ID the tokens (each expert sees
+/// at most one row per token).
+int64_t rows_per_matrix(const Tensor& dst) { return dst.op == Op::MUL_MAT_ID ? dst.src[2]->ne[1] : dst.src[1]->ne[1]; }
+
 OpPlan op_plan(const Tensor& dst, int nth) {
     const Tensor& w = *dst.src[0];
-    const int64_t M = dst.src[1]->ne[1];
+    const int64_t M = rows_per_matrix(dst);
     OpPlan o;
     o.p = plan(chain(w.type, usable_cpu_features()), M, nth, matrix_thread_cap());
     o.separate_lhs = o.p.fallback && o.p.fallback->pack_lhs != o.p.main->pack_lhs;
@@ -111,6 +125,97 @@ void run_mul_mat(Tensor& dst, ThreadContext& ctx, void* work) {
     });
 }
 
+/// MUL_MAT_ID work layout (64-byte aligned parts): packed x rows (U * T), then per expert the start
+/// of its routed (slot, token) pairs (E + 1 values), the pairs, the routed rows' packed LHS gathered
+/// per expert, and their F32 outputs (pairs x N).
+struct IdLayout {
+    size_t xq, starts, pairs, gathered, out, total;
+    IdLayout(const Tensor& dst, const Kernel& k) {
+        const Tensor& x = *dst.src[1];
+        const Tensor& ids = *dst.src[2];
+        const int64_t K = x.ne[0], N = dst.src[0]->ne[1], E = dst.src[0]->ne[2];
+        const int64_t n_pairs = ids.ne[0] * ids.ne[1];
+        xq = 0;
+        starts = xq + align64(lhs_packed_bytes(k, x.ne[1] * x.ne[2], K));
+        pairs = starts + align64(sizeof(int64_t) * static_cast<size_t>(E + 1));
+        gathered = pairs + align64(2 * sizeof(int32_t) * static_cast<size_t>(n_pairs));
+        out = gathered + align64(lhs_packed_bytes(k, n_pairs, K));
+        total = out + align64(sizeof(float) * static_cast<size_t>(n_pairs * N)) + 64;
+    }
+};
+
+void run_mul_mat_id(Tensor& dst, ThreadContext& ctx, void* work) {
+    const Tensor& w = *dst.src[0];
+    const Tensor& x = *dst.src[1];
+    const Tensor& ids = *dst.src[2];
+    const int64_t K = w.ne[0], N = w.ne[1], E = w.ne[2], U = x.ne[1], T = ids.ne[1], n_used = ids.ne[0];
+    const Kernel& k = *op_plan(dst, 1).p.main;  // one kernel for all threads (no hybrid split here)
+    const IdLayout L(dst, k);
+    auto* base = static_cast<uint8_t*>(work);
+    uint8_t* xq = base + L.xq;
+    auto* starts = reinterpret_cast<int64_t*>(base + L.starts);
+    auto* pairs = reinterpret_cast<int32_t*>(base + L.pairs);
+    uint8_t* gathered = base + L.gathered;
+    auto* out = reinterpret_cast<float*>(base + L.out);
+    const size_t lrow = lhs_row_bytes(k, K);
+    auto id_at = [&](int64_t e, int64_t t) {
+        return *reinterpret_cast<const int32_t*>(static_cast<const uint8_t*>(ids.data) + e * ids.nb[0] + t * ids.nb[1]);
+    };
+    auto dst_row = [&](int64_t e, int64_t t) { return reinterpret_cast<float*>(static_cast<uint8_t*>(dst.data) + e * dst.nb[1] + t * dst.nb[2]); };
+
+    int64_t begin = 0, end = 0;
+    thread_rows(U * x.ne[2], ctx, begin, end);
+    pack_rows(k, x, begin, end, xq);  // row u + U * t
+    if (ctx.ith == 0) {  // counting sort of the (slot, token) pairs by expert; bad ids give zero rows
+        std::fill(starts, starts + E + 1, int64_t{0});
+        for (int64_t t = 0; t < T; ++t)
+            for (int64_t e = 0; e < n_used; ++e) {
+                const int32_t id = id_at(e, t);
+                if (id >= 0 && id < E) ++starts[id + 1];
+                else std::memset(dst_row(e, t), 0, sizeof(float) * static_cast<size_t>(N));
+            }
+        for (int64_t ex = 0; ex < E; ++ex) starts[ex + 1] += starts[ex];
+        std::vector<int64_t> fill(starts, starts + E);
+        for (int64_t t = 0; t < T; ++t)
+            for (int64_t e = 0; e < n_used; ++e) {
+                const int32_t id = id_at(e, t);
+                if (id < 0 || id >= E) continue;
+                int32_t* p = pairs + 2 * fill[static_cast<size_t>(id)]++;
+                p[0] = static_cast<int32_t>(e), p[1] = static_cast<int32_t>(t);
+            }
+    }
+    ctx.barrier();
+    const int64_t routed = starts[E];
+    thread_rows(routed, ctx, begin, end);  // gather each routed pair's activation row
+    for (int64_t i = begin; i < end; ++i)
+        std::memcpy(gathered + static_cast<size_t>(i) * lrow, xq + static_cast<size_t>(pairs[2 * i] % U + U * pairs[2 * i + 1]) * lrow, lrow);
+    ctx.barrier();
+
+    const uint8_t* slot = slot_data(w, *k.format);
+    const size_t matrix_bytes = packed_bytes(*k.format, N, K);
+    const int64_t cols = chunk_columns(N, ctx.nth);
+    const int64_t chunks = (N + cols - 1) / cols;
+    ctx.for_chunks(chunks * E, 1, [&](int64_t item, int64_t) {
+        const int64_t ex = item / chunks, n0 = item % chunks * cols;
+        const int64_t count = starts[ex + 1] - starts[ex];
+        if (count == 0) return;
+        GemmArgs a;
+        a.lhs = gathered + static_cast<size_t>(starts[ex]) * lrow;
+        a.lhs_stride = lrow;
+        a.rhs = slot + static_cast<size_t>(ex) * matrix_bytes + group_offset(*k.format, n0, K);
+        a.dst = out + starts[ex] * N + n0;
+        a.dst_stride = sizeof(float) * static_cast<size_t>(N);
+        a.m = count;
+        a.n = std::min(cols, N - n0);
+        a.k = K;
+        (count == 1 ? k.gemv : k.gemm)(a);
+    });
+    ctx.barrier();
+    thread_rows(routed, ctx, begin, end);  // scatter the outputs to their (slot, token) rows
+    for (int64_t i = begin; i < end; ++i)
+        std::memcpy(dst_row(pairs[2 * i], pairs[2 * i + 1]), out + i * N, sizeof(float) * static_cast<size_t>(N));
+}
+
 void run_get_rows(Tensor& dst, ThreadContext& ctx) {
     const Tensor& w = *dst.src[0];
     const Tensor& ids = *dst.src[1];
@@ -138,11 +243,13 @@ bool reads_packed(const Tensor& node) { return node.src[0] && packed_of(*node.sr
 
 bool supports_node(const Tensor& node) {
     if (node.op == Op::MUL_MAT) return mul_mat_ok(node);
+    if (node.op == Op::MUL_MAT_ID) return mul_mat_id_ok(node);
     if (node.op == Op::GET_ROWS) return get_rows_ok(node);
     return false;
 }
 
 size_t work_size(const Tensor& node, int nth) {
+    if (node.op == Op::MUL_MAT_ID) return IdLayout(node, *op_plan(node, 1).p.main).total;
     if (node.op != Op::MUL_MAT) return 0;
     const OpPlan o = op_plan(node, nth);
     const int64_t K = node.src[0]->ne[0];
@@ -153,13 +260,14 @@ size_t work_size(const Tensor& node, int nth) {
 
 void run(Tensor& node, ThreadContext& ctx, void* work) {
     if (node.op == Op::MUL_MAT) run_mul_mat(node, ctx, work);
+    else if (node.op == Op::MUL_MAT_ID) run_mul_mat_id(node, ctx, work);
     else run_get_rows(node, ctx);
 }
 
 std::string kernel_name(const Tensor& node, int nth) {
     if (node.op == Op::GET_ROWS) return std::string(packed_of(*node.src[0])->formats[0]->name) + "_get_rows";
-    const OpPlan o = op_plan(node, nth);
-    const bool gemv = node.src[1]->ne[1] == 1;
+    const OpPlan o = op_plan(node, node.op == Op::MUL_MAT_ID ? 1 : nth);
+    const bool gemv = rows_per_matrix(node) == 1;
     auto name = [&](const Kernel* k) { return std::string(gemv ? k->gemv_name : k->name); };
     return o.p.fallback ? name(o.p.main) + "+" + name(o.p.fallback) : name(o.p.main);
 }

@@ -1,4 +1,4 @@
-// The packed path's ops: MUL_MAT and GET_ROWS whose weight (src0) is stored in CPU_PACKED.
+// The packed path's ops: MUL_MAT, MUL_MAT_ID and GET_ROWS whose weight (src0) is stored in CPU_PACKED.
 //
 // MUL_MAT  w [K, N, W2, W3] packed, x F32 [K, M, B2, B3] (rows contiguous) -> dst F32 [N, M, B2, B3]
 //   1. every thread packs a share of the M * B2 * B3 activation rows (the kernel's pack_lhs) into
@@ -7,6 +7,9 @@
 //      of every batch are claimed from the pool's atomic counter; each chunk runs the thread's
 //      kernel (plan(): main, or in hybrid mode main on the first main_threads threads and the
 //      fallback on the others) over all M rows. No static split: a slow core takes fewer chunks.
+// MUL_MAT_ID experts [K, N, E] packed, x F32 [K, U, T], ids I32 [E_used, T] -> dst F32 [N, E_used, T]:
+//   x packed, routed (slot, token) pairs sorted by expert and their LHS rows gathered, then chunks
+//   of (expert, columns) as above into a scratch output, scattered to dst (no hybrid split).
 // GET_ROWS w [K, N, B2, B3] packed, ids I32 [R, B2, B3] -> dst F32 [K, R, B2, B3]: rows dequantized
 //   straight from the packed layout (Format::row_to_float), so token embeddings can stay packed.
 #pragma once
