@@ -1,5 +1,6 @@
 // test-ops cases of matrix products (MUL_MAT, MUL_MAT_ID) and attention (ROPE, SOFT_MAX,
 // FLASH_ATTN_EXT), and the perf-mode case list.
+#include <algorithm>
 #include <cmath>
 
 #include "graph/builder.hpp"
@@ -61,6 +62,10 @@ void add_matmul_cases(std::vector<Case>& out) {
         out.push_back(make(Op::MUL_MAT, "bcast M=9", [t, ks](Maker& m) {  // a full GEMM tile per batch
             return build::mul_mat(m.g(), m.weight(t, {ks, 11, 2, 1}), m.input(DType::F32, {ks, 9, 4, 2}));
         }, false, kMatNmse));
+        const int64_t kb = std::max<int64_t>(static_cast<int64_t>(dtype_info(t).block_size), 1);
+        out.push_back(make(Op::MUL_MAT, "K=block", [t, kb](Maker& m) {  // K at the smallest legal size
+            return build::mul_mat(m.g(), m.weight(t, {kb, 21}), m.input(DType::F32, {kb, 5}));
+        }, true, kMatNmse));
         out.push_back(make(Op::MUL_MAT, "x-noncontig", [t, ks](Maker& m) {
             return build::mul_mat(m.g(), m.weight(t, {ks, 9}), m.input_t(DType::F32, {ks, 5}));
         }, false, kMatNmse));
