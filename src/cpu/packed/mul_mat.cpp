@@ -72,6 +72,20 @@ OpPlan op_plan(const Tensor& dst, int nth) {
 
 int64_t lhs_rows(const Tensor& dst) { return dst.src[1]->ne[1] * dst.src[1]->ne[2] * dst.src[1]->ne[3]; }
 
+/// Ops with at most this many activation rows (decode) skip the shared packing phase: every
+/// thread packs all rows into its own part of the work buffer, which costs less than the barrier.
+constexpr int64_t kPrivateRows = 4;
+
+bool private_lhs(const Tensor& dst) { return lhs_rows(dst) <= kPrivateRows; }
+
+/// Bytes of one thread's private packed rows (room for either kernel of the plan).
+size_t private_lhs_bytes(const Tensor& dst, const OpPlan& o) {
+    const int64_t K = dst.src[0]->ne[0];
+    size_t n = lhs_packed_bytes(*o.p.main, lhs_rows(dst), K);
+    if (o.p.fallback) n = std::max(n, lhs_packed_bytes(*o.p.fallback, lhs_rows(dst), K));
+    return align64(n);
+}
+
 void pack_rows(const Kernel& k, const Tensor& x, int64_t begin, int64_t end, uint8_t* lhs) {
     const int64_t M = x.ne[1], B2 = x.ne[2], K = x.ne[0];
     const size_t row = lhs_row_bytes(k, K);
@@ -94,15 +108,21 @@ void run_mul_mat(Tensor& dst, ThreadContext& ctx, void* work) {
     const Kernel& main = *o.p.main;
     const Kernel& mine = (o.p.fallback && ctx.ith >= o.p.main_threads) ? *o.p.fallback : main;
 
-    auto* lhs_main = static_cast<uint8_t*>(work);
-    uint8_t* lhs_fb = lhs_main + align64(lhs_packed_bytes(main, lhs_rows(dst), K));
-    int64_t begin = 0, end = 0;
-    thread_rows(lhs_rows(dst), ctx, begin, end);
-    pack_rows(main, x, begin, end, lhs_main);
-    if (o.separate_lhs) pack_rows(*o.p.fallback, x, begin, end, lhs_fb);
-    ctx.barrier();
-
-    const uint8_t* lhs = (&mine != &main && o.separate_lhs) ? lhs_fb : lhs_main;
+    const uint8_t* lhs = nullptr;
+    if (private_lhs(dst)) {  // a few rows: each thread packs them for itself, no barrier
+        uint8_t* own = static_cast<uint8_t*>(work) + static_cast<size_t>(ctx.ith) * private_lhs_bytes(dst, o);
+        pack_rows(mine, x, 0, lhs_rows(dst), own);
+        lhs = own;
+    } else {
+        auto* lhs_main = static_cast<uint8_t*>(work);
+        uint8_t* lhs_fb = lhs_main + align64(lhs_packed_bytes(main, lhs_rows(dst), K));
+        int64_t begin = 0, end = 0;
+        thread_rows(lhs_rows(dst), ctx, begin, end);
+        pack_rows(main, x, begin, end, lhs_main);
+        if (o.separate_lhs) pack_rows(*o.p.fallback, x, begin, end, lhs_fb);
+        ctx.barrier();
+        lhs = (&mine != &main && o.separate_lhs) ? lhs_fb : lhs_main;
+    }
     const size_t lrow = lhs_row_bytes(mine, K);
     const uint8_t* slot = slot_data(w, *mine.format);
     const size_t matrix_bytes = packed_bytes(*mine.format, N, K);
@@ -252,6 +272,7 @@ size_t work_size(const Tensor& node, int nth) {
     if (node.op == Op::MUL_MAT_ID) return IdLayout(node, *op_plan(node, 1).p.main).total;
     if (node.op != Op::MUL_MAT) return 0;
     const OpPlan o = op_plan(node, nth);
+    if (private_lhs(node)) return static_cast<size_t>(nth) * private_lhs_bytes(node, o) + 64;
     const int64_t K = node.src[0]->ne[0];
     size_t n = align64(lhs_packed_bytes(*o.p.main, lhs_rows(node), K));
     if (o.separate_lhs) n += align64(lhs_packed_bytes(*o.p.fallback, lhs_rows(node), K));

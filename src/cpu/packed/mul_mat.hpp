@@ -2,7 +2,8 @@
 //
 // MUL_MAT  w [K, N, W2, W3] packed, x F32 [K, M, B2, B3] (rows contiguous) -> dst F32 [N, M, B2, B3]
 //   1. every thread packs a share of the M * B2 * B3 activation rows (the kernel's pack_lhs) into
-//      the work buffer (twice in hybrid mode when the two kernels pack differently); barrier;
+//      the work buffer (twice in hybrid mode when the two kernels pack differently); barrier.
+//      With at most 4 rows (decode) every thread packs all of them for itself instead: no barrier;
 //   2. column chunks (n_step * TESSEL_CPU_CHUNK_MULT columns; by default about 4 chunks per thread)
 //      of every batch are claimed from the pool's atomic counter; each chunk runs the thread's
 //      kernel (plan(): main, or in hybrid mode main on the first main_threads threads and the
