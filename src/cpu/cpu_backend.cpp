@@ -59,8 +59,8 @@ public:
         for (Tensor* node : nodes) {
             if (op_is_view(node->op)) continue;
             const bool solo = node_bytes(*node) < kSoloBytes;
-            if (packed::reads_packed(*node)) {
-                if (!packed::supports_node(*node))
+            if (packed::reads_packed(*node) || packed::packs_at_run_time(*node)) {
+                if (packed::reads_packed(*node) && !packed::supports_node(*node))
                     throw Error(ErrorCode::Unsupported, std::string(op_name(node->op)) + " " + describe(*node) +
                                                             " reads a CPU_PACKED weight in a form the packed path does not serve");
                 void* work = work_buffer(packed::work_size(*node, pool_.size()));
@@ -75,7 +75,7 @@ public:
     }
     void synchronize() override {}
     std::string kernel_name(const Tensor& t) const override {
-        if (packed::reads_packed(t)) return packed::kernel_name(t, pool_.size());
+        if (packed::reads_packed(t) || packed::packs_at_run_time(t)) return packed::kernel_name(t, pool_.size());
         const FastKernel* k = select_kernel(t, usable_cpu_features());
         return k ? kernel_path_name(*k, t) : "ref";
     }

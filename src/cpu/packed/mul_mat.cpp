@@ -52,6 +52,48 @@ bool mul_mat_id_ok(const Tensor& dst) {
            dst.ne[1] == ids->ne[0] && dst.ne[2] == ids->ne[1];
 }
 
+/// Run-time packing: an F16 src0 that is not a stored weight (attention's K and V over the KV
+/// cache: views with any row stride, grouped-query broadcast) is packed per op into the work
+/// buffer when enough activation rows share each matrix to repay the packing.
+constexpr int64_t kRuntimeMinRows = 16;
+
+bool runtime_ok(const Tensor& dst) {
+    const Tensor* w = dst.src[0];
+    const Tensor* x = dst.src[1];
+    if (dst.op != Op::MUL_MAT || !w || !x || w->type != DType::F16 || packed_of(*w) || w->nb[0] != sizeof(uint16_t)) return false;
+    const Format* f = format_for(DType::F16);
+    return f && packable(*f, w->ne[0]) && !chain(DType::F16, usable_cpu_features()).empty() && x->ne[1] >= kRuntimeMinRows &&
+           x->type == DType::F32 && dst.type == DType::F32 && x->nb[0] == sizeof(float) && dst.nb[0] == sizeof(float) &&
+           dst.nb[1] % sizeof(float) == 0 && x->ne[0] == w->ne[0] && dst.ne[0] == w->ne[1] && x->ne[2] % w->ne[2] == 0 &&
+           x->ne[3] % w->ne[3] == 0;
+}
+
+/// Bytes of src0 packed at run time (every matrix).
+size_t runtime_rhs_bytes(const Tensor& dst) {
+    const Tensor& w = *dst.src[0];
+    return packed_bytes(*format_for(w.type), w.ne[1], w.ne[0]) * static_cast<size_t>(w.ne[2] * w.ne[3]);
+}
+
+/// Packs this thread's share of src0's (matrix, group) items into rhs: each group's rows are
+/// copied to contiguous scratch first (src0 rows may be strided), then packed.
+void runtime_pack(const Tensor& w, uint8_t* rhs, const ThreadContext& ctx) {
+    const Format& f = *format_for(w.type);
+    const int64_t K = w.ne[0], N = w.ne[1], groups = (N + kGroupRows - 1) / kGroupRows;
+    const size_t row = static_cast<size_t>(K) * sizeof(uint16_t), matrix = packed_bytes(f, N, K);
+    thread_local std::vector<uint8_t> rows;
+    rows.resize(static_cast<size_t>(kGroupRows) * row);
+    int64_t begin = 0, end = 0;
+    thread_rows(groups * w.ne[2] * w.ne[3], ctx, begin, end);
+    for (int64_t item = begin; item < end; ++item) {
+        const int64_t g = item % groups, mat = item / groups, i2 = mat % w.ne[2], i3 = mat / w.ne[2];
+        const int64_t n0 = g * kGroupRows, n = std::min(kGroupRows, N - n0);
+        for (int64_t r = 0; r < n; ++r)
+            std::memcpy(rows.data() + static_cast<size_t>(r) * row,
+                        static_cast<const uint8_t*>(w.data) + (n0 + r) * w.nb[1] + i2 * w.nb[2] + i3 * w.nb[3], row);
+        f.pack(rows.data(), rhs + static_cast<size_t>(mat) * matrix + group_offset(f, n0, K), n, K);
+    }
+}
+
 struct OpPlan {
     Plan p;
     bool separate_lhs = false;  ///< the fallback packs its own LHS
@@ -108,6 +150,12 @@ void run_mul_mat(Tensor& dst, ThreadContext& ctx, void* work) {
     const Kernel& main = *o.p.main;
     const Kernel& mine = (o.p.fallback && ctx.ith >= o.p.main_threads) ? *o.p.fallback : main;
 
+    const bool runtime = !packed_of(w);
+    uint8_t* rhs_area = static_cast<uint8_t*>(work);
+    if (runtime) {
+        runtime_pack(w, rhs_area, ctx);
+        work = rhs_area + align64(runtime_rhs_bytes(dst));  // the LHS follows; the barrier below publishes both
+    }
     const uint8_t* lhs = nullptr;
     if (private_lhs(dst)) {  // a few rows: each thread packs them for itself, no barrier
         uint8_t* own = static_cast<uint8_t*>(work) + static_cast<size_t>(ctx.ith) * private_lhs_bytes(dst, o);
@@ -124,7 +172,7 @@ void run_mul_mat(Tensor& dst, ThreadContext& ctx, void* work) {
         lhs = (&mine != &main && o.separate_lhs) ? lhs_fb : lhs_main;
     }
     const size_t lrow = lhs_row_bytes(mine, K);
-    const uint8_t* slot = slot_data(w, *mine.format);
+    const uint8_t* slot = runtime ? rhs_area : slot_data(w, *mine.format);
     const size_t matrix_bytes = packed_bytes(*mine.format, N, K);
     const int64_t cols = chunk_columns(N, ctx.nth);
     const int64_t chunks = (N + cols - 1) / cols;
@@ -261,6 +309,8 @@ void run_get_rows(Tensor& dst, ThreadContext& ctx) {
 
 bool reads_packed(const Tensor& node) { return node.src[0] && packed_of(*node.src[0]) != nullptr; }
 
+bool packs_at_run_time(const Tensor& node) { return runtime_ok(node); }
+
 bool supports_node(const Tensor& node) {
     if (node.op == Op::MUL_MAT) return mul_mat_ok(node);
     if (node.op == Op::MUL_MAT_ID) return mul_mat_id_ok(node);
@@ -272,11 +322,12 @@ size_t work_size(const Tensor& node, int nth) {
     if (node.op == Op::MUL_MAT_ID) return IdLayout(node, *op_plan(node, 1).p.main).total;
     if (node.op != Op::MUL_MAT) return 0;
     const OpPlan o = op_plan(node, nth);
+    const size_t rhs = packed_of(*node.src[0]) ? 0 : align64(runtime_rhs_bytes(node));
     if (private_lhs(node)) return static_cast<size_t>(nth) * private_lhs_bytes(node, o) + 64;
     const int64_t K = node.src[0]->ne[0];
     size_t n = align64(lhs_packed_bytes(*o.p.main, lhs_rows(node), K));
     if (o.separate_lhs) n += align64(lhs_packed_bytes(*o.p.fallback, lhs_rows(node), K));
-    return n + 64;  // kernels may read a vector past the last row's end
+    return rhs + n + 64;  // kernels may read a vector past the last row's end
 }
 
 void run(Tensor& node, ThreadContext& ctx, void* work) {

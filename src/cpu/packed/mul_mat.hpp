@@ -11,6 +11,8 @@
 // MUL_MAT_ID experts [K, N, E] packed, x F32 [K, U, T], ids I32 [E_used, T] -> dst F32 [N, E_used, T]:
 //   x packed, routed (slot, token) pairs sorted by expert and their LHS rows gathered, then chunks
 //   of (expert, columns) as above into a scratch output, scattered to dst (no hybrid split).
+// Run-time packing: MUL_MAT with an F16 src0 that is not stored packed (packs_at_run_time()) packs
+//   src0 (all threads, by 16-row groups) into the work buffer before step 1, then runs as above.
 // GET_ROWS w [K, N, B2, B3] packed, ids I32 [R, B2, B3] -> dst F32 [K, R, B2, B3]: rows dequantized
 //   straight from the packed layout (Format::row_to_float), so token embeddings can stay packed.
 #pragma once
@@ -26,6 +28,10 @@ namespace tessel::cpu::packed {
 /// True when node reads a packed weight as src0 (it must then run here: no other kernel reads the
 /// packed layout).
 bool reads_packed(const Tensor& node);
+/// True when node is a MUL_MAT whose F16 src0 is not stored packed (e.g. attention's K or V
+/// over the KV cache) and which the packed path runs by packing src0 into the work buffer first
+/// (all threads, before the barrier): at least 16 activation rows, an F16 chain on this CPU.
+bool packs_at_run_time(const Tensor& node);
 /// True when the packed path can compute node with src0 packed (types, layouts, shapes).
 bool supports_node(const Tensor& node);
 /// Work-buffer bytes for node on nth threads (64-byte aligned start).
