@@ -17,7 +17,7 @@ const std::vector<const Kernel*>& all_kernels() {
     static const std::vector<const Kernel*> table = [] {
         std::vector<const Kernel*> t;
 #if defined(__x86_64__)
-        for (const auto& tab : {amx_kernels(), avx512vnni_kernels(), avx2_kernels()})
+        for (const auto& tab : {amx_kernels(), avx512vnni_kernels(), avx512_kernels(), avx2_kernels()})
             for (const Kernel* k : tab) t.push_back(k);
 #endif
         return t;

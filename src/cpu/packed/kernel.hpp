@@ -5,7 +5,8 @@
 // functions around it, so the driver (mul_mat.cpp) needs no per-kernel code:
 //   mr x nr   register tile (activation rows x weight rows); nr = 16 for every format here
 //   kr, sr    K bytes per 32-bit lane of a packed register, and how many K-elements 16 apart share
-//             one byte (2 for 4-bit quants: low and high nibble; 1 otherwise)
+//             one byte (2 for 4-bit quants: low and high nibble; 1 otherwise); f16x16 kernels
+//             step one fp16 K-element (kr = 2 bytes) of each row at a time
 //   m_step    rows of LHS the GEMM consumes per call unit (= mr); n_step = 16 (one group)
 // Names follow `<weight>_<activation>_{gemm,gemv}_<mr>x<nr>_<isa>`. ISA code lives in per-ISA
 // translation units (packed_<isa>.cpp); the tables of the tiers this CPU cannot run are never
@@ -67,12 +68,13 @@ size_t rhs_packed_bytes(const Kernel& kern, int64_t n, int64_t k);
 /// Offset of the group holding weight row n_idx (a multiple of n_step).
 size_t rhs_offset(const Kernel& kern, int64_t n_idx, int64_t k);
 
-/// Every compiled packed kernel, highest tier first (x86: amx, avx512vnni, avx2 tables).
+/// Every compiled packed kernel, highest tier first (x86: amx, avx512vnni, avx512, avx2 tables).
 const std::vector<const Kernel*>& all_kernels();
 
 /// Kernel tables of each ISA (per-ISA translation units; x86 only).
 std::vector<const Kernel*> amx_kernels();         ///< packed_amx.cpp
 std::vector<const Kernel*> avx512vnni_kernels();  ///< packed_avx512vnni.cpp
+std::vector<const Kernel*> avx512_kernels();      ///< packed_avx512.cpp
 std::vector<const Kernel*> avx2_kernels();        ///< packed_avx2.cpp
 
 /// Whether kernel k can run under features f.

@@ -1,8 +1,267 @@
-// Packed micro-kernels, avx2 tier (placeholder: no kernels yet).
+// Packed micro-kernels, avx2 tier (AVX2 + FMA + F16C): Q4_0, Q4_1 and Q8_0 weights (formats
+// q4_0x16, q4_1x16, q8_0x16 of format.hpp) times Q8 activations, and F16 weights (f16x16) times
+// F32 activations. A 64-byte packed register is two ymm halves: bytes 0..31 are weight rows 0..7,
+// bytes 32..63 rows 8..15, so each half yields 8 output columns at once; no horizontal sums.
+//
+// Integer dots (no VNNI here): maddubs multiplies u8 x s8 and adds neighbouring pairs into s16,
+// madd(., 1) adds those pairs into one s32 per 4-byte lane (= per weight row). Per activation row
+// i and block b (32 elements):
+//   Q4_0  sum (code - 8) * q_x = sum code * q_x - 8 * sum q_x; the 8 maddubs of a block (codes
+//         0..15, |q_x| <= 127: |pair| <= 3810) are added in s16 (<= 30480, no saturation) before
+//         one madd; -8 * sum q_x is computed once per call per row and block.
+//   Q4_1  sum code * q_x as above; the min adds m_w * s_x (s_x = fp16 d_x * sum q_x, the Q8_1 block's).
+//   Q8_0  both sides are signed. Bias convention of this tier: none (the LHS is plain Q8_0 blocks,
+//         unlike the avx512vnni tier's q_x + 128, whose u8 x s8 pairs would saturate s16 here).
+//         The sign trick makes the weight the unsigned side: |q_w| * (q_x * sign q_w), pairs
+//         <= 128 * 127 * 2 = 32512, so each maddubs is widened by madd right away.
+// then acc += (d_w * d_x) * dot in float lanes.
+//
+// F16: per K-element, the group's 16 fp16 values are two cvtph conversions (rows 0..7, 8..15);
+// each activation value x[i][k] is broadcast and FMA-ed into its row's two accumulators.
+//
+// The result of an output depends only on its inputs (never on the thread count or the call's
+// column range).
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
 #include "cpu/packed/kernel.hpp"
+#include "cpu/packed/lhs_avx2.hpp"
+#include "cpu/packed/row_tiles.hpp"
 
 namespace tessel::cpu::packed {
+namespace {
 
-std::vector<const Kernel*> avx2_kernels() { return {}; }
+template <int kScales_, int kQs_, DType kWeight_, DType kLhs_>
+struct Weight {
+    static constexpr int kScales = kScales_, kQs = kQs_;
+    static constexpr DType kWeight = kWeight_, kLhs = kLhs_;
+    static constexpr int64_t kGroupBlockBytes = kGroupRows * (2 * kScales + kQs);  ///< one block of 16 rows
+    static constexpr int64_t kLhsHead = kLhs == DType::Q8_1 ? 4 : 2;              ///< bytes before the quants
+    static constexpr int64_t kLhsBlockBytes = kLhsHead + 32;
+};
+using Q4_0W = Weight<1, 16, DType::Q4_0, DType::Q8_0>;
+using Q4_1W = Weight<2, 16, DType::Q4_1, DType::Q8_1>;
+using Q8_0W = Weight<1, 32, DType::Q8_0, DType::Q8_0>;
+
+float half_at(const uint8_t* p) {
+    uint16_t h;
+    std::memcpy(&h, p, 2);
+    return _cvtsh_ss(h);
+}
+__m256i bcast_i32(const uint8_t* p) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+__m256 cvt8h(const uint8_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+__m256i load32(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+
+float* out_row(const GemmArgs& a, int64_t i, int64_t n0) {
+    return reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(a.dst) + i * a.dst_stride) + n0;
+}
+
+/// Stores the 16 columns of acc (rows 0..7, 8..15) into out[0 .. n_cols).
+void store16(float* out, const __m256 (&acc)[2], int n_cols) {
+    if (n_cols >= 16) {
+        _mm256_storeu_ps(out, acc[0]);
+        _mm256_storeu_ps(out + 8, acc[1]);
+        return;
+    }
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    _mm256_maskstore_ps(out, _mm256_cmpgt_epi32(_mm256_set1_epi32(n_cols), lane), acc[0]);
+    _mm256_maskstore_ps(out + 8, _mm256_cmpgt_epi32(_mm256_set1_epi32(n_cols - 8), lane), acc[1]);
+}
+
+/// Per-call activation data: for each row and block, d_x and (Q4_0) -8 * sum q_x.
+struct RowPrep {
+    std::vector<float> d;
+    std::vector<int32_t> corr;
+};
+
+template <class W>
+void prepare(const GemmArgs& a, RowPrep& p) {
+    const int64_t nb = a.k / 32;
+    p.d.resize(static_cast<size_t>(a.m * nb));
+    if constexpr (W::kWeight == DType::Q4_0) p.corr.resize(static_cast<size_t>(a.m * nb));
+    for (int64_t i = 0; i < a.m; ++i)
+        for (int64_t b = 0; b < nb; ++b) {
+            const uint8_t* blk = a.lhs + i * a.lhs_stride + b * W::kLhsBlockBytes;
+            p.d[static_cast<size_t>(i * nb + b)] = half_at(blk);
+            if constexpr (W::kWeight == DType::Q4_0) {
+                const __m256i s16 = _mm256_maddubs_epi16(_mm256_set1_epi8(1), load32(blk + 2));
+                p.corr[static_cast<size_t>(i * nb + b)] = -8 * hsum(_mm256_madd_epi16(s16, _mm256_set1_epi16(1)));
+            }
+        }
+}
+
+/// The s32 dots of one block for MR activation rows (x[i] = row i's quants of this block) against
+/// the 16 weight rows of block `qs`: dot[i][h] holds rows 8h .. 8h+7.
+template <class W, int MR>
+void block_dots(const uint8_t* qs, const uint8_t* const (&x)[MR], __m256i (&dot)[MR][2]) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    if constexpr (W::kQs == 16) {
+        const __m256i low = _mm256_set1_epi8(0x0f);
+        __m256i d16[MR][2];
+        for (int i = 0; i < MR; ++i) d16[i][0] = d16[i][1] = _mm256_setzero_si256();
+        for (int r = 0; r < 4; ++r) {
+            __m256i lo[2], hi[2];
+            for (int h = 0; h < 2; ++h) {
+                const __m256i v = load32(qs + 64 * r + 32 * h);
+                lo[h] = _mm256_and_si256(v, low);
+                hi[h] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
+            }
+            for (int i = 0; i < MR; ++i) {
+                const __m256i xl = bcast_i32(x[i] + 4 * r), xh = bcast_i32(x[i] + 16 + 4 * r);
+                for (int h = 0; h < 2; ++h)
+                    d16[i][h] = _mm256_add_epi16(d16[i][h], _mm256_add_epi16(_mm256_maddubs_epi16(lo[h], xl), _mm256_maddubs_epi16(hi[h], xh)));
+            }
+        }
+        for (int i = 0; i < MR; ++i)
+            for (int h = 0; h < 2; ++h) dot[i][h] = _mm256_madd_epi16(d16[i][h], ones);
+    } else {
+        for (int i = 0; i < MR; ++i) dot[i][0] = dot[i][1] = _mm256_setzero_si256();
+        for (int r = 0; r < 8; ++r) {
+            __m256i w[2], aw[2];
+            for (int h = 0; h < 2; ++h) {
+                w[h] = load32(qs + 64 * r + 32 * h);
+                aw[h] = _mm256_abs_epi8(w[h]);
+            }
+            for (int i = 0; i < MR; ++i) {
+                const __m256i xv = bcast_i32(x[i] + 4 * r);
+                for (int h = 0; h < 2; ++h)
+                    dot[i][h] = _mm256_add_epi32(dot[i][h], _mm256_madd_epi16(_mm256_maddubs_epi16(aw[h], _mm256_sign_epi8(xv, w[h])), ones));
+            }
+        }
+    }
+}
+
+/// MR activation rows (starting at row i0) times one group (16 columns) over all blocks.
+template <class W, int MR>
+void quant_tile(const GemmArgs& a, const RowPrep& p, int64_t i0, const uint8_t* group, int64_t n0, int n_cols) {
+    const int64_t nb = a.k / 32;
+    __m256 acc[MR][2];
+    for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* gb = group + b * W::kGroupBlockBytes;
+        const uint8_t* x[MR];
+        for (int i = 0; i < MR; ++i) x[i] = a.lhs + (i0 + i) * a.lhs_stride + b * W::kLhsBlockBytes + W::kLhsHead;
+        __m256i dot[MR][2];
+        block_dots<W, MR>(gb + 2 * W::kScales * kGroupRows, x, dot);
+        const __m256 dw[2] = {cvt8h(gb), cvt8h(gb + 16)};
+        for (int i = 0; i < MR; ++i) {
+            const size_t pi = static_cast<size_t>((i0 + i) * nb + b);
+            const __m256 dx = _mm256_set1_ps(p.d[pi]);
+            for (int h = 0; h < 2; ++h) {
+                __m256i s = dot[i][h];
+                if constexpr (W::kWeight == DType::Q4_0) s = _mm256_add_epi32(s, _mm256_set1_epi32(p.corr[pi]));
+                acc[i][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw[h], dx), acc[i][h]);
+            }
+            if constexpr (W::kWeight == DType::Q4_1) {
+                const __m256 sx = _mm256_set1_ps(half_at(x[i] - 2));
+                for (int h = 0; h < 2; ++h) acc[i][h] = _mm256_fmadd_ps(cvt8h(gb + 2 * kGroupRows + 16 * h), sx, acc[i][h]);
+            }
+        }
+    }
+    for (int i = 0; i < MR; ++i) store16(out_row(a, i0 + i, n0), acc[i], n_cols);
+}
+
+template <class W, int MR>
+void quant_gemm(const GemmArgs& a) {
+    thread_local RowPrep prep;
+    prepare<W>(a, prep);
+    const size_t group_bytes = static_cast<size_t>(kGroupRows * (a.k / 32) * (2 * W::kScales + W::kQs));
+    for (int64_t n0 = 0; n0 < a.n; n0 += kGroupRows) {
+        const uint8_t* group = a.rhs + static_cast<size_t>(n0 / kGroupRows) * group_bytes;
+        const int n_cols = static_cast<int>(std::min<int64_t>(kGroupRows, a.n - n0));
+        for_row_tiles<MR>(a.m, [&](auto rows, int64_t i0) { quant_tile<W, decltype(rows)::value>(a, prep, i0, group, n0, n_cols); });
+    }
+}
+
+/// MR F32 activation rows (starting at row i0) times one f16x16 group over all of K.
+template <int MR>
+void f16_tile(const GemmArgs& a, int64_t i0, const uint8_t* group, int64_t n0, int n_cols) {
+    __m256 acc[MR][2];
+    for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+    const float* x[MR];
+    for (int i = 0; i < MR; ++i) x[i] = reinterpret_cast<const float*>(a.lhs + (i0 + i) * a.lhs_stride);
+    for (int64_t e = 0; e < a.k; ++e) {
+        const __m256 w0 = cvt8h(group + 32 * e), w1 = cvt8h(group + 32 * e + 16);
+        for (int i = 0; i < MR; ++i) {
+            const __m256 xv = _mm256_broadcast_ss(x[i] + e);
+            acc[i][0] = _mm256_fmadd_ps(w0, xv, acc[i][0]);
+            acc[i][1] = _mm256_fmadd_ps(w1, xv, acc[i][1]);
+        }
+    }
+    for (int i = 0; i < MR; ++i) store16(out_row(a, i0 + i, n0), acc[i], n_cols);
+}
+
+constexpr int kF16Mr = 6;  // 12 accumulators + 2 weight vectors + 1 broadcast: the 16 ymm registers
+
+void f16_gemm(const GemmArgs& a) {
+    const size_t group_bytes = static_cast<size_t>(kGroupRows * a.k * 2);
+    for (int64_t n0 = 0; n0 < a.n; n0 += kGroupRows) {
+        const uint8_t* group = a.rhs + static_cast<size_t>(n0 / kGroupRows) * group_bytes;
+        const int n_cols = static_cast<int>(std::min<int64_t>(kGroupRows, a.n - n0));
+        for_row_tiles<kF16Mr>(a.m, [&](auto rows, int64_t i0) { f16_tile<decltype(rows)::value>(a, i0, group, n0, n_cols); });
+    }
+}
+
+/// One activation row: 4 K-elements per step into separate accumulators (8 independent FMA
+/// chains), added at the end.
+void f16_gemv(const GemmArgs& a) {
+    const size_t group_bytes = static_cast<size_t>(kGroupRows * a.k * 2);
+    const float* x = reinterpret_cast<const float*>(a.lhs);
+    for (int64_t n0 = 0; n0 < a.n; n0 += kGroupRows) {
+        const uint8_t* group = a.rhs + static_cast<size_t>(n0 / kGroupRows) * group_bytes;
+        __m256 acc[4][2];
+        for (auto& c : acc) c[0] = c[1] = _mm256_setzero_ps();
+        int64_t e = 0;
+        for (; e + 4 <= a.k; e += 4)
+            for (int u = 0; u < 4; ++u) {
+                const __m256 xv = _mm256_broadcast_ss(x + e + u);
+                acc[u][0] = _mm256_fmadd_ps(cvt8h(group + 32 * (e + u)), xv, acc[u][0]);
+                acc[u][1] = _mm256_fmadd_ps(cvt8h(group + 32 * (e + u) + 16), xv, acc[u][1]);
+            }
+        for (; e < a.k; ++e) {
+            const __m256 xv = _mm256_broadcast_ss(x + e);
+            acc[0][0] = _mm256_fmadd_ps(cvt8h(group + 32 * e), xv, acc[0][0]);
+            acc[0][1] = _mm256_fmadd_ps(cvt8h(group + 32 * e + 16), xv, acc[0][1]);
+        }
+        __m256 sum[2];
+        for (int h = 0; h < 2; ++h) sum[h] = _mm256_add_ps(_mm256_add_ps(acc[0][h], acc[1][h]), _mm256_add_ps(acc[2][h], acc[3][h]));
+        store16(out_row(a, 0, n0), sum, static_cast<int>(std::min<int64_t>(kGroupRows, a.n - n0)));
+    }
+}
+
+void pack_q8_0(const float* x, size_t x_stride, uint8_t* dst, int64_t m, int64_t k) { quantize_q8_rows<false>(x, x_stride, dst, m, k); }
+void pack_q8_1(const float* x, size_t x_stride, uint8_t* dst, int64_t m, int64_t k) { quantize_q8_rows<true>(x, x_stride, dst, m, k); }
+void pack_f32(const float* x, size_t x_stride, uint8_t* dst, int64_t m, int64_t k) {
+    for (int64_t i = 0; i < m; ++i)
+        std::memcpy(dst + i * k * 4, reinterpret_cast<const uint8_t*>(x) + i * x_stride, static_cast<size_t>(k) * 4);
+}
+
+constexpr int kMr = 4;
+
+const Kernel kQ4_0 = {"q4_0_q8_0_gemm_4x16_avx2", "q4_0_q8_0_gemv_1x16_avx2", CpuTier::Avx2, false, nullptr, DType::Q8_0,
+                      kMr, 16, 4, 2, kMr, 16, 1, pack_q8_0, quant_gemm<Q4_0W, kMr>, quant_gemm<Q4_0W, 1>};
+const Kernel kQ4_1 = {"q4_1_q8_1_gemm_4x16_avx2", "q4_1_q8_1_gemv_1x16_avx2", CpuTier::Avx2, false, nullptr, DType::Q8_1,
+                      kMr, 16, 4, 2, kMr, 16, 1, pack_q8_1, quant_gemm<Q4_1W, kMr>, quant_gemm<Q4_1W, 1>};
+const Kernel kQ8_0 = {"q8_0_q8_0_gemm_4x16_avx2", "q8_0_q8_0_gemv_1x16_avx2", CpuTier::Avx2, false, nullptr, DType::Q8_0,
+                      kMr, 16, 4, 1, kMr, 16, 1, pack_q8_0, quant_gemm<Q8_0W, kMr>, quant_gemm<Q8_0W, 1>};
+const Kernel kF16 = {"f16_f32_gemm_6x16_avx2", "f16_f32_gemv_1x16_avx2", CpuTier::Avx2, false, nullptr, DType::F32,
+                     kF16Mr, 16, 2, 1, kF16Mr, 16, 1, pack_f32, f16_gemm, f16_gemv};
+
+}  // namespace
+
+std::vector<const Kernel*> avx2_kernels() {
+    static const Kernel table[] = {
+        [] { Kernel k = kQ4_0; k.format = format_for(DType::Q4_0); return k; }(),
+        [] { Kernel k = kQ4_1; k.format = format_for(DType::Q4_1); return k; }(),
+        [] { Kernel k = kQ8_0; k.format = format_for(DType::Q8_0); return k; }(),
+        [] { Kernel k = kF16; k.format = format_for(DType::F16); return k; }(),
+    };
+    return {&table[0], &table[1], &table[2], &table[3]};
+}
 
 }  // namespace tessel::cpu::packed
