@@ -91,6 +91,11 @@ void add_matmul_cases(std::vector<Case>& out) {
     out.push_back(make(Op::MUL_MAT, "kq-permuted", [](Maker& m) {
         return build::mul_mat(m.g(), m.input_p(DType::F32, {40, 11, 4}), m.input_p(DType::F32, {40, 1, 4}));
     }, false, kMatNmse));
+    // a prompt's K.Q and V.softmax over an F16 cache: enough rows for the packed path's run-time
+    // packing of the (strided, broadcast) F16 source
+    out.push_back(make(Op::MUL_MAT, "kq-permuted M=24", [](Maker& m) {
+        return build::mul_mat(m.g(), m.input_p(DType::F16, {64, 37, 3}), m.input_p(DType::F32, {64, 24, 9}));
+    }, true, kMatNmse));
 
     // half-precision activations (e.g. a F16 KV cache read as the activation side)
     for (DType xt : {DType::F16, DType::BF16})
