@@ -8,5 +8,7 @@ namespace tessel::bench {
 void register_mul_mat_benchmarks();
 /// Memory read and copy bandwidth per buffer size and thread count (bandwidth_bench.cpp).
 void register_bandwidth_benchmarks();
+/// Packed micro-kernels (src/cpu/packed) per kernel, K and batch M, one thread (packed_bench.cpp).
+void register_packed_benchmarks();
 
 }  // namespace tessel::bench
