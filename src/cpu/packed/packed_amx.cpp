@@ -30,6 +30,8 @@ constexpr int kTileRows = 16;  ///< A and C rows: activation rows per tile
 constexpr int kBlock = 32;     ///< K-elements per block (one TDPBSSD)
 constexpr int kBRows = kBlock / 4;
 constexpr int kBTileBytes = kBRows * 64;
+/// Unpacked Q4 B tiles per batch of groups (bytes): well inside the L2 cache.
+constexpr int64_t kBatchBytes = 256 * 1024;
 
 template <int kScales_, int kQs_, DType kWeight_, DType kLhs_>
 struct Weight {
@@ -69,12 +71,11 @@ float half_at(const uint8_t* p) {
     return _cvtsh_ss(h);
 }
 
-/// Per-call scratch of a thread: activation scales, the unpacked Q4 group, the M tail and C.
+/// Per-call scratch of a thread: activation scales, the unpacked Q4 B tiles and the M tail.
 struct Scratch {
-    std::vector<float> d, s;      ///< d_x, s_x (Q8_1) per [row][block], rows padded to 16 with 0
-    std::vector<uint8_t> b;       ///< one group's B tiles, kBTileBytes per block (Q4 only)
-    std::vector<uint8_t> tail;    ///< the last m % 16 LHS rows, padded with zero rows
-    alignas(64) int32_t c[2][kTileRows * 16];
+    std::vector<float> d, s;    ///< d_x, s_x (Q8_1) per [16-row tile][block][row], padded rows 0
+    std::vector<uint8_t> b;     ///< B tiles of a batch of groups, kBTileBytes per block (Q4 only)
+    std::vector<uint8_t> tail;  ///< the last m % 16 LHS rows, padded with zero rows
 };
 
 template <class W>
@@ -85,8 +86,9 @@ void prepare(const GemmArgs& a, int64_t m_pad, Scratch& sc) {
     for (int64_t i = 0; i < a.m; ++i)
         for (int64_t b = 0; b < nb; ++b) {
             const uint8_t* blk = a.lhs + i * a.lhs_stride + b * W::kLhsBlockBytes;
-            sc.d[static_cast<size_t>(i * nb + b)] = half_at(blk);
-            if constexpr (W::kLhs == DType::Q8_1) sc.s[static_cast<size_t>(i * nb + b)] = half_at(blk + 2);
+            const size_t at = static_cast<size_t>((i / kTileRows * nb + b) * kTileRows + i % kTileRows);
+            sc.d[at] = half_at(blk);
+            if constexpr (W::kLhs == DType::Q8_1) sc.s[at] = half_at(blk + 2);
         }
 }
 
@@ -126,48 +128,47 @@ inline void tile_dot(const uint8_t* x, size_t x_stride, const uint8_t* bt, int32
 }
 
 /// One block: C = A(block b) . B(block b), then acc[r] += C[r] * d_w * d_x[r] (+ m_w * s_x[r]).
+/// dx, sx: the block's 16 row scales; gb: the group's block (its d_w, m_w).
 template <class W, int kSet>
-inline void block_step(const uint8_t* x, size_t x_stride, const uint8_t* bt, const uint8_t* gb,
-                       const float* dx, const float* sx, int64_t nb, int32_t* cbuf, __m512 (&acc)[kTileRows]) {
+[[gnu::always_inline]] inline void block_step(const uint8_t* x, size_t x_stride, const uint8_t* bt, const uint8_t* gb,
+                                              const float* dx, const float* sx, int32_t* cbuf, __m512 (&acc)[kTileRows]) {
     tile_dot<kSet>(x, x_stride, bt, cbuf);
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(gb)));
     [[maybe_unused]] __m512 mw;
     if constexpr (W::kWeight == DType::Q4_1) mw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(gb + 2 * kGroupRows)));
+#pragma GCC unroll 16
     for (int r = 0; r < kTileRows; ++r) {
         const __m512 c = _mm512_cvtepi32_ps(_mm512_load_si512(cbuf + 16 * r));
-        acc[r] = _mm512_fmadd_ps(c, _mm512_mul_ps(dw, _mm512_set1_ps(dx[r * nb])), acc[r]);
-        if constexpr (W::kWeight == DType::Q4_1) acc[r] = _mm512_fmadd_ps(mw, _mm512_set1_ps(sx[r * nb]), acc[r]);
+        acc[r] = _mm512_fmadd_ps(c, _mm512_mul_ps(dw, _mm512_set1_ps(dx[r])), acc[r]);
+        if constexpr (W::kWeight == DType::Q4_1) acc[r] = _mm512_fmadd_ps(mw, _mm512_set1_ps(sx[r]), acc[r]);
     }
 }
 
-/// 16 activation rows (quants of row 0 at x, stride x_stride; scales from row i0 of the scratch)
-/// times one group (16 columns) over all blocks; writes rows < m_rows, columns < n_cols.
+/// 16 activation rows (quants of row 0 at x, stride x_stride; row scales dx / sx of their tile,
+/// 16 per block) times one group (16 columns; its packed blocks at group, B tile of block 0 at
+/// bt) over nb blocks; writes rows < m_rows, columns < n_cols of out (row stride out_stride).
 template <class W>
-void tile(const uint8_t* x, size_t x_stride, int64_t i0, const uint8_t* group, int64_t nb, Scratch& sc,
-          const GemmArgs& a, int64_t n0, int m_rows, int n_cols) {
+void tile(const uint8_t* x, size_t x_stride, const float* dx, const float* sx, const uint8_t* group, const uint8_t* bt,
+          int64_t nb, float* out, size_t out_stride, int m_rows, int n_cols) {
+    constexpr int64_t kBtStep = W::kWeight == DType::Q8_0 ? W::kGroupBlockBytes : kBTileBytes;
+    alignas(64) int32_t c[2][kTileRows * 16];
     __m512 acc[kTileRows];
-    for (__m512& v : acc) v = _mm512_setzero_ps();
-    const float* dx = sc.d.data() + i0 * nb;
-    const float* sx = W::kLhs == DType::Q8_1 ? sc.s.data() + i0 * nb : nullptr;
-    constexpr bool kInPlace = W::kWeight == DType::Q8_0;  // B tiles straight from the packed weights
-    const uint8_t* bt = kInPlace ? group + 2 * kGroupRows : sc.b.data();
-    const int64_t bt_step = kInPlace ? W::kGroupBlockBytes : kBTileBytes;
-    auto step = [&](int64_t b, auto c_tile) {
-        constexpr int kSet = decltype(c_tile)::value;
-        block_step<W, kSet>(x + b * W::kLhsBlockBytes, x_stride, bt + b * bt_step, group + b * W::kGroupBlockBytes,
-                                         dx + b, sx ? sx + b : nullptr, nb, sc.c[kSet], acc);
-    };
+#pragma GCC unroll 16
+    for (int r = 0; r < kTileRows; ++r) acc[r] = _mm512_setzero_ps();
     int64_t b = 0;
     for (; b + 2 <= nb; b += 2) {
-        step(b, std::integral_constant<int, 0>{});
-        step(b + 1, std::integral_constant<int, 1>{});
+        block_step<W, 0>(x + b * W::kLhsBlockBytes, x_stride, bt + b * kBtStep, group + b * W::kGroupBlockBytes,
+                         dx + b * kTileRows, sx + b * kTileRows, c[0], acc);
+        block_step<W, 1>(x + (b + 1) * W::kLhsBlockBytes, x_stride, bt + (b + 1) * kBtStep, group + (b + 1) * W::kGroupBlockBytes,
+                         dx + (b + 1) * kTileRows, sx + (b + 1) * kTileRows, c[1], acc);
     }
-    if (b < nb) step(b, std::integral_constant<int, 0>{});
+    if (b < nb)
+        block_step<W, 0>(x + b * W::kLhsBlockBytes, x_stride, bt + b * kBtStep, group + b * W::kGroupBlockBytes,
+                         dx + b * kTileRows, sx + b * kTileRows, c[0], acc);
     const __mmask16 mask = n_cols >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n_cols) - 1);
-    for (int r = 0; r < m_rows; ++r) {
-        float* out = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(a.dst) + (i0 + r) * a.dst_stride) + n0;
-        _mm512_mask_storeu_ps(out, mask, acc[r]);
-    }
+#pragma GCC unroll 16
+    for (int r = 0; r < kTileRows; ++r)
+        if (r < m_rows) _mm512_mask_storeu_ps(reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(out) + r * out_stride), mask, acc[r]);
 }
 
 template <class W>
@@ -184,16 +185,32 @@ void gemm(const GemmArgs& a) {
         for (int64_t i = 0; i < m_tail; ++i)
             std::memcpy(sc.tail.data() + i * row_bytes, a.lhs + (m_full + i) * a.lhs_stride, row_bytes);
     }
-    if constexpr (W::kWeight != DType::Q8_0) sc.b.resize(static_cast<size_t>(nb * kBTileBytes));
+    // Groups run in batches: a batch's B tiles (Q4: unpacked into the scratch, at most
+    // kBatchBytes) are reused by every A tile, and an A tile stays in L1 across the batch.
     const size_t group_bytes = static_cast<size_t>(nb * W::kGroupBlockBytes);
-    for (int64_t n0 = 0; n0 < a.n; n0 += kGroupRows) {
-        const uint8_t* group = a.rhs + static_cast<size_t>(n0 / kGroupRows) * group_bytes;
-        const int n_cols = static_cast<int>(std::min<int64_t>(kGroupRows, a.n - n0));
-        if constexpr (W::kWeight != DType::Q8_0) unpack_group<W>(group, nb, sc.b.data());
-        for (int64_t i = 0; i < m_full; i += kTileRows)
-            tile<W>(a.lhs + i * a.lhs_stride + W::kLhsHead, a.lhs_stride, i, group, nb, sc, a, n0, kTileRows, n_cols);
-        if (m_tail)
-            tile<W>(sc.tail.data() + W::kLhsHead, row_bytes, m_full, group, nb, sc, a, n0, static_cast<int>(m_tail), n_cols);
+    const int64_t groups = (a.n + kGroupRows - 1) / kGroupRows;
+    constexpr bool kInPlace = W::kWeight == DType::Q8_0;  // B tiles straight from the packed weights
+    const int64_t batch = kInPlace ? groups : std::clamp<int64_t>(kBatchBytes / (nb * kBTileBytes), 1, groups);
+    if constexpr (!kInPlace) sc.b.resize(static_cast<size_t>(batch * nb * kBTileBytes));
+    for (int64_t g0 = 0; g0 < groups; g0 += batch) {
+        const int64_t g1 = std::min(groups, g0 + batch);
+        if constexpr (!kInPlace)
+            for (int64_t g = g0; g < g1; ++g) unpack_group<W>(a.rhs + g * group_bytes, nb, sc.b.data() + (g - g0) * nb * kBTileBytes);
+        for (int64_t i = 0; i < a.m; i += kTileRows) {
+            const bool full = i + kTileRows <= a.m;
+            const uint8_t* x = full ? a.lhs + i * a.lhs_stride + W::kLhsHead : sc.tail.data() + W::kLhsHead;
+            const size_t x_stride = full ? a.lhs_stride : row_bytes;
+            const float* dx = sc.d.data() + i * nb;
+            const float* sx = W::kLhs == DType::Q8_1 ? sc.s.data() + i * nb : dx;  // sx unused without Q8_1
+            for (int64_t g = g0; g < g1; ++g) {
+                const uint8_t* group = a.rhs + g * group_bytes;
+                const uint8_t* bt = kInPlace ? group + 2 * kGroupRows : sc.b.data() + (g - g0) * nb * kBTileBytes;
+                const int64_t n0 = g * kGroupRows;
+                float* out = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(a.dst) + i * a.dst_stride) + n0;
+                tile<W>(x, x_stride, dx, sx, group, bt, nb, out, a.dst_stride, static_cast<int>(std::min<int64_t>(kTileRows, a.m - i)),
+                        static_cast<int>(std::min<int64_t>(kGroupRows, a.n - n0)));
+            }
+        }
     }
 }
 
