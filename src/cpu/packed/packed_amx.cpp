@@ -6,19 +6,19 @@
 //   A  16 activation rows x 32 quant bytes of block b, loaded in place (stride = LHS row bytes)
 //   B  8 rows x 64 bytes: row r = K-elements 4r..4r+3 of the 16 weight rows. A q8_0x16 block's 8
 //      packed registers are exactly this tile (loaded from the packed weights, stride 64); a Q4
-//      block's 4 registers give rows r (low nibbles) and r + 4 (high nibbles), unpacked once per
-//      group into a scratch of int8 tiles (Q4_0: code - 8, Q4_1: code) reused by every A tile
+//      block's 4 registers give rows r (low nibbles) and r + 4 (high nibbles), unpacked per batch
+//      of groups into a scratch of int8 tiles (Q4_0: code - 8, Q4_1: code) that every A tile reuses
 //   C  16 x 16 int32 dots, stored and scaled in zmm lanes:
 //        acc[m] += float(C[m]) * (d_w[16] * d_x[m, b])   (Q4_1: + m_w[16] * s_x[m, b])
-// The scales change per block, so each TDPBSSD's C is scaled by the vector unit; two C tiles
-// alternate between even and odd blocks so a block's TDPBSSD overlaps the previous one's scaling.
+// The scales change per block, so every TDPBSSD's C goes through the vector unit (store, 16 x
+// convert, multiply, fma): that scaling, not the tile unit, bounds the speed. Even and odd blocks
+// use different tiles so consecutive blocks do not wait on each other's tiles.
 // M tails (< 16 rows) are copied into a zero-padded 16-row scratch: tiles never read past the m
 // rows of the caller's LHS. The result of an output depends only on its inputs.
 #include "cpu/packed/lhs_avx512.hpp"  // first: it includes <immintrin.h> with g++'s false warnings silenced
 
 #include <algorithm>
 #include <cstring>
-#include <type_traits>
 #include <vector>
 
 #include "cpu/packed/kernel.hpp"
@@ -217,16 +217,16 @@ void gemm(const GemmArgs& a) {
 void pack_q8_0(const float* x, size_t x_stride, uint8_t* dst, int64_t m, int64_t k) { quantize_q8_rows<false, 0>(x, x_stride, dst, m, k); }
 void pack_q8_1(const float* x, size_t x_stride, uint8_t* dst, int64_t m, int64_t k) { quantize_q8_rows<true, 0>(x, x_stride, dst, m, k); }
 
-/// The chain uses AMX from this many activation rows on (below: the VNNI kernels; measured, see
-/// bench/README.md).
-constexpr int64_t kMinM = 16;
-
+// min_m: the chain uses AMX from this many activation rows on, the VNNI kernels below it. Measured
+// with bench_kernels Packed/ (one thread, N = 1536, K = 576 and 1536): an AMX call costs as much
+// for 1 row as for 16 (padded tiles), and the Q4 kernels also unpack every group once per call.
+// Q8_0 overtakes VNNI between M = 4 and 8, Q4_1 by M = 16, Q4_0 (a tie at 16) by M = 32.
 const Kernel kQ4_0 = {"q4_0_q8_0_gemm_16x16_amx", "q4_0_q8_0_gemv_1x16_amx", CpuTier::Amx, true,
-                      nullptr, DType::Q8_0, kTileRows, 16, 4, 2, kTileRows, 16, kMinM, pack_q8_0, gemm<Q4_0W>, gemm<Q4_0W>};
+                      nullptr, DType::Q8_0, kTileRows, 16, 4, 2, kTileRows, 16, 32, pack_q8_0, gemm<Q4_0W>, gemm<Q4_0W>};
 const Kernel kQ4_1 = {"q4_1_q8_1_gemm_16x16_amx", "q4_1_q8_1_gemv_1x16_amx", CpuTier::Amx, true,
-                      nullptr, DType::Q8_1, kTileRows, 16, 4, 2, kTileRows, 16, kMinM, pack_q8_1, gemm<Q4_1W>, gemm<Q4_1W>};
+                      nullptr, DType::Q8_1, kTileRows, 16, 4, 2, kTileRows, 16, 16, pack_q8_1, gemm<Q4_1W>, gemm<Q4_1W>};
 const Kernel kQ8_0 = {"q8_0_q8_0_gemm_16x16_amx", "q8_0_q8_0_gemv_1x16_amx", CpuTier::Amx, true,
-                      nullptr, DType::Q8_0, kTileRows, 16, 4, 1, kTileRows, 16, kMinM, pack_q8_0, gemm<Q8_0W>, gemm<Q8_0W>};
+                      nullptr, DType::Q8_0, kTileRows, 16, 4, 1, kTileRows, 16, 8, pack_q8_0, gemm<Q8_0W>, gemm<Q8_0W>};
 
 }  // namespace
 
