@@ -67,7 +67,7 @@ void bench_packed(benchmark::State& state, const cpu::packed::Kernel& kern) {
 
 void register_packed_benchmarks() {
     for (const cpu::packed::Kernel* kern : cpu::packed::all_kernels()) {
-        if (!cpu::packed::usable(*kern, cpu_features())) continue;
+        if (!cpu::packed::usable(*kern, usable_cpu_features())) continue;
         const std::string name = std::string("Packed/") + kern->name;
         benchmark::internal::Benchmark* b = benchmark::RegisterBenchmark(
             name.c_str(), [kern](benchmark::State& state) { bench_packed(state, *kern); });
