@@ -8,7 +8,7 @@ namespace tessel::bench {
 void register_mul_mat_benchmarks();
 /// Memory read and copy bandwidth per buffer size and thread count (bandwidth_bench.cpp).
 void register_bandwidth_benchmarks();
-/// Packed micro-kernels, called directly on one thread, per kernel, shape and M (packed_float_bench.cpp).
+/// Packed micro-kernels, called directly on one thread, per kernel, shape and M (packed_bench.cpp).
 void register_packed_benchmarks();
 
 }  // namespace tessel::bench

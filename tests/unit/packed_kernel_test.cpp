@@ -149,6 +149,7 @@ TEST(PackedKernel, EveryUsableKernelMatchesTheFloat64Dot) {
             for (int64_t n : {1, 16, 21, 50}) check_kernel(*kern, m, n, kmin == 1 ? 19 : 96, static_cast<uint32_t>(m * 100 + n));
         check_kernel(*kern, 5, 16, kmin, 9);   // K at the smallest legal size
         check_kernel(*kern, 2, 33, 1024, 10);  // longer K
+        check_kernel(*kern, 20, 80, 4096, 11);  // long K: the AMX Q4 kernels unpack these 5 groups in 2 batches
     }
     if (tier_supported(f, CpuTier::Avx2)) {
         EXPECT_GT(ran, 0);
