@@ -61,6 +61,8 @@ bool runtime_ok(const Tensor& dst) {
     const Tensor* w = dst.src[0];
     const Tensor* x = dst.src[1];
     if (dst.op != Op::MUL_MAT || !w || !x || w->type != DType::F16 || packed_of(*w) || w->nb[0] != sizeof(uint16_t)) return false;
+    const Tensor& owner = w->view_src ? *w->view_src : *w;
+    if ((owner.flags & kFlagWeight) || !packed_enabled()) return false;  // stored weights pack at load, or not at all
     const Format* f = format_for(DType::F16);
     return f && packable(*f, w->ne[0]) && !chain(DType::F16, usable_cpu_features()).empty() && x->ne[1] >= kRuntimeMinRows &&
            x->type == DType::F32 && dst.type == DType::F32 && x->nb[0] == sizeof(float) && dst.nb[0] == sizeof(float) &&
