@@ -53,6 +53,12 @@ size_t no_work(const Tensor&, int);
 /// row is computed the same way whichever thread count runs it.
 void thread_rows(int64_t n, const ThreadContext& ctx, int64_t& begin, int64_t& end);
 
+/// MUL_MAT_ID routing (dst F32 [N, E_used, T], src0 [K, N, E], ids = src2 I32 [E_used, T]): a
+/// counting sort of the (slot e, token t) pairs by expert. starts[0..E] (E + 1 values) gets each
+/// expert's first pair index, pairs[2i], pairs[2i + 1] the i-th pair's (e, t); dst rows of pairs
+/// whose id is outside [0, E) are set to zero and routed nowhere. Single-threaded.
+void route_experts(Tensor& dst, int64_t* starts, int32_t* pairs);
+
 /// F32 tensor whose rows are contiguous (element stride 4 bytes; other strides free).
 bool f32_rows(const Tensor& t);
 

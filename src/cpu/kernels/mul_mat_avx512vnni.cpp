@@ -17,18 +17,7 @@
 // register, which lost to both): the GEMM tile 4x8 holds two weight rows per 512-bit register
 // (the activation block broadcast to both halves); the GEMV tile 1x8 uses 256-bit registers,
 // whose cheaper decoding wins when each weight block meets one activation row.
-//
-// g++ 12 reports the deliberately undefined registers inside its own AVX-512 intrinsics as
-// (maybe-)uninitialized once they are inlined at -O3 (a false positive); the warnings point into
-// the header, so they are silenced there only.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-#endif
-#include <immintrin.h>
+#include "cpu/kernels/avx512_intrinsics.hpp"  // first: <immintrin.h> without g++ 12's false warnings
 
 #include "cpu/kernels/mul_mat_driver.hpp"
 #include "cpu/kernels/quant_decode_avx2.hpp"

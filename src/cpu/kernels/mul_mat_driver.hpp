@@ -166,17 +166,13 @@ template <class D>
 void run_mul_mat_id(Tensor& dst, ThreadContext& ctx, void* work) {
     const Tensor& w = *dst.src[0];
     const Tensor& x = *dst.src[1];
-    const Tensor& ids = *dst.src[2];
-    const int64_t K = w.ne[0], N = w.ne[1], E = w.ne[2], U = x.ne[1], T = ids.ne[1], n_used = ids.ne[0];
+    const int64_t K = w.ne[0], N = w.ne[1], E = w.ne[2], U = x.ne[1];
     const uint64_t xq_row = dtype_row_bytes(D::kAct, K);
     auto* xq = static_cast<uint8_t*>(work);
     auto* starts = reinterpret_cast<int64_t*>(xq + (xq_row * U * x.ne[2] + 63) / 64 * 64);  // E + 1 offsets
     auto* pairs = reinterpret_cast<int32_t*>(starts + E + 1);                                // (slot, token)
     const auto* xd = static_cast<const uint8_t*>(x.data);
     auto* dd = static_cast<uint8_t*>(dst.data);
-    auto id_at = [&](int64_t e, int64_t t) {
-        return *reinterpret_cast<const int32_t*>(static_cast<const uint8_t*>(ids.data) + e * ids.nb[0] + t * ids.nb[1]);
-    };
     auto out_col = [&](int64_t e, int64_t t) { return reinterpret_cast<float*>(dd + e * dst.nb[1] + t * dst.nb[2]); };
 
     int64_t begin = 0, end = 0;
@@ -184,24 +180,7 @@ void run_mul_mat_id(Tensor& dst, ThreadContext& ctx, void* work) {
     quantize_rows(D::kAct, K, begin, end, [&](int64_t r) {
         return reinterpret_cast<const float*>(xd + (r % U) * x.nb[1] + (r / U) * x.nb[2]);
     }, xq);
-    if (ctx.ith == 0) {  // routing by counting sort over experts; invalid ids get zero columns
-        std::memset(starts, 0, sizeof(int64_t) * static_cast<size_t>(E + 1));
-        for (int64_t t = 0; t < T; ++t)
-            for (int64_t e = 0; e < n_used; ++e) {
-                const int32_t id = id_at(e, t);
-                if (id >= 0 && id < E) ++starts[id + 1];
-                else std::memset(out_col(e, t), 0, sizeof(float) * static_cast<size_t>(N));
-            }
-        for (int64_t ex = 0; ex < E; ++ex) starts[ex + 1] += starts[ex];
-        std::vector<int64_t> fill(starts, starts + E);
-        for (int64_t t = 0; t < T; ++t)
-            for (int64_t e = 0; e < n_used; ++e) {
-                const int32_t id = id_at(e, t);
-                if (id < 0 || id >= E) continue;
-                int32_t* p = pairs + 2 * fill[static_cast<size_t>(id)]++;
-                p[0] = static_cast<int32_t>(e), p[1] = static_cast<int32_t>(t);
-            }
-    }
+    if (ctx.ith == 0) route_experts(dst, starts, pairs);
     ctx.barrier();
 
     const int64_t chunks = (N + kChunk - 1) / kChunk;

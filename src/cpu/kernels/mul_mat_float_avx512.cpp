@@ -10,16 +10,7 @@
 // step (zeros past the end). Each output's lanes are summed in double at the end. Work items (8
 // weight rows, or the last < 8 one by one, × batch) come from the pool's chunk counter; an
 // output's arithmetic depends on the shape only, never on the thread count.
-#if defined(__GNUC__) && !defined(__clang__)
-// g++ 12 false positive on the undefined registers inside its AVX-512 intrinsics (see
-// mul_mat_avx512vnni.cpp); silenced inside the header only.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-#endif
-#include <immintrin.h>
+#include "cpu/kernels/avx512_intrinsics.hpp"  // first: <immintrin.h> without g++ 12's false warnings
 
 #include "cpu/kernels/kernel.hpp"
 

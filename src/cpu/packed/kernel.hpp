@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -45,7 +46,7 @@ struct Kernel {
     const char* gemv_name;  ///< GEMV name, e.g. "q4_0_q8_0_gemv_1x16_avx512vnni"
     CpuTier tier;           ///< lowest tier that can run it
     bool matrix_unit;       ///< runs on a matrix unit (AMX): TESSEL_CPU_MATRIX_THREADS caps it
-    const Format* format;   ///< packed RHS layout
+    DType weight;           ///< weight type (its Format is the packed RHS layout)
     DType lhs;              ///< activation packing: Q8_0 / Q8_1 rows (GGUF blocks) or F32 rows
     int mr, nr, kr, sr, m_step, n_step;
     int64_t min_m;  ///< the chain uses this kernel for ops with at least min_m activation rows
@@ -55,7 +56,12 @@ struct Kernel {
     void (*pack_lhs)(const float* x, size_t x_stride, uint8_t* dst, int64_t m, int64_t k);
     void (*gemm)(const GemmArgs& a);
     void (*gemv)(const GemmArgs& a);  ///< a.m == 1
+    const Format* format = nullptr;    ///< format_for(weight), set by finish_table()
 };
+
+/// Completes a per-ISA table (sets each kernel's format; Format addresses are not constant
+/// expressions) and returns pointers to its entries. Call once, from a function-local static.
+std::vector<const Kernel*> finish_table(std::span<Kernel> table);
 
 /// Bytes of one packed LHS row of k elements for kernel kern.
 size_t lhs_row_bytes(const Kernel& kern, int64_t k);

@@ -2,19 +2,9 @@
 // quant::quantize_row (d = absmax / 127 rounded to fp16, q = round-half-away-from-zero(x / d),
 // Q8_1's s = fp16(d * sum q)). Included by the AVX-512 tier translation units only; everything
 // here has internal linkage, so no ISA code is shared with other units.
-//
-// g++ 12 reports the deliberately undefined registers inside its own AVX-512 intrinsics as
-// (maybe-)uninitialized once inlined at -O3 (a false positive); silenced for the header only.
 #pragma once
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-#endif
-#include <immintrin.h>
+#include "cpu/kernels/avx512_intrinsics.hpp"  // first: <immintrin.h> without g++ 12's false warnings
 
 #include <cstdint>
 #include <cstring>

@@ -217,8 +217,7 @@ struct IdLayout {
 void run_mul_mat_id(Tensor& dst, ThreadContext& ctx, void* work) {
     const Tensor& w = *dst.src[0];
     const Tensor& x = *dst.src[1];
-    const Tensor& ids = *dst.src[2];
-    const int64_t K = w.ne[0], N = w.ne[1], E = w.ne[2], U = x.ne[1], T = ids.ne[1], n_used = ids.ne[0];
+    const int64_t K = w.ne[0], N = w.ne[1], E = w.ne[2], U = x.ne[1];
     const Kernel& k = *op_plan(dst, 1).p.main;  // one kernel for all threads (no hybrid split here)
     const IdLayout L(dst, k);
     auto* base = static_cast<uint8_t*>(work);
@@ -228,32 +227,12 @@ void run_mul_mat_id(Tensor& dst, ThreadContext& ctx, void* work) {
     uint8_t* gathered = base + L.gathered;
     auto* out = reinterpret_cast<float*>(base + L.out);
     const size_t lrow = lhs_row_bytes(k, K);
-    auto id_at = [&](int64_t e, int64_t t) {
-        return *reinterpret_cast<const int32_t*>(static_cast<const uint8_t*>(ids.data) + e * ids.nb[0] + t * ids.nb[1]);
-    };
     auto dst_row = [&](int64_t e, int64_t t) { return reinterpret_cast<float*>(static_cast<uint8_t*>(dst.data) + e * dst.nb[1] + t * dst.nb[2]); };
 
     int64_t begin = 0, end = 0;
     thread_rows(U * x.ne[2], ctx, begin, end);
     pack_rows(k, x, begin, end, xq);  // row u + U * t
-    if (ctx.ith == 0) {  // counting sort of the (slot, token) pairs by expert; bad ids give zero rows
-        std::fill(starts, starts + E + 1, int64_t{0});
-        for (int64_t t = 0; t < T; ++t)
-            for (int64_t e = 0; e < n_used; ++e) {
-                const int32_t id = id_at(e, t);
-                if (id >= 0 && id < E) ++starts[id + 1];
-                else std::memset(dst_row(e, t), 0, sizeof(float) * static_cast<size_t>(N));
-            }
-        for (int64_t ex = 0; ex < E; ++ex) starts[ex + 1] += starts[ex];
-        std::vector<int64_t> fill(starts, starts + E);
-        for (int64_t t = 0; t < T; ++t)
-            for (int64_t e = 0; e < n_used; ++e) {
-                const int32_t id = id_at(e, t);
-                if (id < 0 || id >= E) continue;
-                int32_t* p = pairs + 2 * fill[static_cast<size_t>(id)]++;
-                p[0] = static_cast<int32_t>(e), p[1] = static_cast<int32_t>(t);
-            }
-    }
+    if (ctx.ith == 0) route_experts(dst, starts, pairs);
     ctx.barrier();
     const int64_t routed = starts[E];
     thread_rows(routed, ctx, begin, end);  // gather each routed pair's activation row

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "cpu/packed/kernel.hpp"
+#include "cpu/packed/quant_traits.hpp"
 
 namespace tessel::cpu::packed {
 namespace {
@@ -32,18 +33,6 @@ constexpr int kBRows = kBlock / 4;
 constexpr int kBTileBytes = kBRows * 64;
 /// Unpacked Q4 B tiles per batch of groups (bytes): well inside the L2 cache.
 constexpr int64_t kBatchBytes = 256 * 1024;
-
-template <int kScales_, int kQs_, DType kWeight_, DType kLhs_>
-struct Weight {
-    static constexpr int kScales = kScales_, kQs = kQs_;
-    static constexpr DType kWeight = kWeight_, kLhs = kLhs_;
-    static constexpr int64_t kGroupBlockBytes = kGroupRows * (2 * kScales + kQs);  ///< one block of 16 rows
-    static constexpr int64_t kLhsHead = kLhs == DType::Q8_1 ? 4 : 2;              ///< bytes before the quants
-    static constexpr int64_t kLhsBlockBytes = kLhsHead + kBlock;
-};
-using Q4_0W = Weight<1, 16, DType::Q4_0, DType::Q8_0>;
-using Q4_1W = Weight<2, 16, DType::Q4_1, DType::Q8_1>;
-using Q8_0W = Weight<1, 32, DType::Q8_0, DType::Q8_0>;
 
 /// The LDTILECFG operand (palette 1): tiles 0, 1 = C (16 x 64 bytes), 2, 3 = A (16 x 32 bytes),
 /// 4, 5 = B (8 x 64 bytes); even blocks use tiles 0/2/4, odd blocks 1/3/5.
@@ -65,11 +54,6 @@ void configure_tiles() {
     if (std::memcmp(&have, &want, sizeof want) != 0) _tile_loadconfig(&want);
 }
 
-float half_at(const uint8_t* p) {
-    uint16_t h;
-    std::memcpy(&h, p, 2);
-    return _cvtsh_ss(h);
-}
 
 /// Per-call scratch of a thread: activation scales, the unpacked Q4 B tiles and the M tail.
 struct Scratch {
@@ -222,21 +206,18 @@ void pack_q8_1(const float* x, size_t x_stride, uint8_t* dst, int64_t m, int64_t
 // for 1 row as for 16 (padded tiles), and the Q4 kernels also unpack every group once per call.
 // Q8_0 overtakes VNNI between M = 4 and 8, Q4_1 by M = 16, Q4_0 (a tie at 16) by M = 32.
 const Kernel kQ4_0 = {"q4_0_q8_0_gemm_16x16_amx", "q4_0_q8_0_gemv_1x16_amx", CpuTier::Amx, true,
-                      nullptr, DType::Q8_0, kTileRows, 16, 4, 2, kTileRows, 16, 32, pack_q8_0, gemm<Q4_0W>, gemm<Q4_0W>};
+                      DType::Q4_0, DType::Q8_0, kTileRows, 16, 4, 2, kTileRows, 16, 32, pack_q8_0, gemm<Q4_0W>, gemm<Q4_0W>};
 const Kernel kQ4_1 = {"q4_1_q8_1_gemm_16x16_amx", "q4_1_q8_1_gemv_1x16_amx", CpuTier::Amx, true,
-                      nullptr, DType::Q8_1, kTileRows, 16, 4, 2, kTileRows, 16, 16, pack_q8_1, gemm<Q4_1W>, gemm<Q4_1W>};
+                      DType::Q4_1, DType::Q8_1, kTileRows, 16, 4, 2, kTileRows, 16, 16, pack_q8_1, gemm<Q4_1W>, gemm<Q4_1W>};
 const Kernel kQ8_0 = {"q8_0_q8_0_gemm_16x16_amx", "q8_0_q8_0_gemv_1x16_amx", CpuTier::Amx, true,
-                      nullptr, DType::Q8_0, kTileRows, 16, 4, 1, kTileRows, 16, 8, pack_q8_0, gemm<Q8_0W>, gemm<Q8_0W>};
+                      DType::Q8_0, DType::Q8_0, kTileRows, 16, 4, 1, kTileRows, 16, 8, pack_q8_0, gemm<Q8_0W>, gemm<Q8_0W>};
 
 }  // namespace
 
 std::vector<const Kernel*> amx_kernels() {
-    static const Kernel table[] = {
-        [] { Kernel k = kQ4_0; k.format = format_for(DType::Q4_0); return k; }(),
-        [] { Kernel k = kQ4_1; k.format = format_for(DType::Q4_1); return k; }(),
-        [] { Kernel k = kQ8_0; k.format = format_for(DType::Q8_0); return k; }(),
-    };
-    return {&table[0], &table[1], &table[2]};
+    static Kernel table[] = {kQ4_0, kQ4_1, kQ8_0};
+    static const std::vector<const Kernel*> kernels = finish_table(table);
+    return kernels;
 }
 
 }  // namespace tessel::cpu::packed

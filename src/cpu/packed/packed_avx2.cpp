@@ -26,29 +26,13 @@
 #include <vector>
 
 #include "cpu/packed/kernel.hpp"
+#include "cpu/packed/quant_traits.hpp"
 #include "cpu/packed/lhs_avx2.hpp"
 #include "cpu/packed/row_tiles.hpp"
 
 namespace tessel::cpu::packed {
 namespace {
 
-template <int kScales_, int kQs_, DType kWeight_, DType kLhs_>
-struct Weight {
-    static constexpr int kScales = kScales_, kQs = kQs_;
-    static constexpr DType kWeight = kWeight_, kLhs = kLhs_;
-    static constexpr int64_t kGroupBlockBytes = kGroupRows * (2 * kScales + kQs);  ///< one block of 16 rows
-    static constexpr int64_t kLhsHead = kLhs == DType::Q8_1 ? 4 : 2;              ///< bytes before the quants
-    static constexpr int64_t kLhsBlockBytes = kLhsHead + 32;
-};
-using Q4_0W = Weight<1, 16, DType::Q4_0, DType::Q8_0>;
-using Q4_1W = Weight<2, 16, DType::Q4_1, DType::Q8_1>;
-using Q8_0W = Weight<1, 32, DType::Q8_0, DType::Q8_0>;
-
-float half_at(const uint8_t* p) {
-    uint16_t h;
-    std::memcpy(&h, p, 2);
-    return _cvtsh_ss(h);
-}
 __m256i bcast_i32(const uint8_t* p) {
     int32_t v;
     std::memcpy(&v, p, 4);
@@ -71,28 +55,6 @@ void store16(float* out, const __m256 (&acc)[2], int n_cols) {
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     _mm256_maskstore_ps(out, _mm256_cmpgt_epi32(_mm256_set1_epi32(n_cols), lane), acc[0]);
     _mm256_maskstore_ps(out + 8, _mm256_cmpgt_epi32(_mm256_set1_epi32(n_cols - 8), lane), acc[1]);
-}
-
-/// Per-call activation data: for each row and block, d_x and (Q4_0) -8 * sum q_x.
-struct RowPrep {
-    std::vector<float> d;
-    std::vector<int32_t> corr;
-};
-
-template <class W>
-void prepare(const GemmArgs& a, RowPrep& p) {
-    const int64_t nb = a.k / 32;
-    p.d.resize(static_cast<size_t>(a.m * nb));
-    if constexpr (W::kWeight == DType::Q4_0) p.corr.resize(static_cast<size_t>(a.m * nb));
-    for (int64_t i = 0; i < a.m; ++i)
-        for (int64_t b = 0; b < nb; ++b) {
-            const uint8_t* blk = a.lhs + i * a.lhs_stride + b * W::kLhsBlockBytes;
-            p.d[static_cast<size_t>(i * nb + b)] = half_at(blk);
-            if constexpr (W::kWeight == DType::Q4_0) {
-                const __m256i s16 = _mm256_maddubs_epi16(_mm256_set1_epi8(1), load32(blk + 2));
-                p.corr[static_cast<size_t>(i * nb + b)] = -8 * hsum(_mm256_madd_epi16(s16, _mm256_set1_epi16(1)));
-            }
-        }
 }
 
 /// The s32 dots of one block for MR activation rows (x[i] = row i's quants of this block) against
@@ -243,25 +205,21 @@ void pack_f32(const float* x, size_t x_stride, uint8_t* dst, int64_t m, int64_t 
 
 constexpr int kMr = 4;
 
-const Kernel kQ4_0 = {"q4_0_q8_0_gemm_4x16_avx2", "q4_0_q8_0_gemv_1x16_avx2", CpuTier::Avx2, false, nullptr, DType::Q8_0,
+const Kernel kQ4_0 = {"q4_0_q8_0_gemm_4x16_avx2", "q4_0_q8_0_gemv_1x16_avx2", CpuTier::Avx2, false, DType::Q4_0, DType::Q8_0,
                       kMr, 16, 4, 2, kMr, 16, 1, pack_q8_0, quant_gemm<Q4_0W, kMr>, quant_gemm<Q4_0W, 1>};
-const Kernel kQ4_1 = {"q4_1_q8_1_gemm_4x16_avx2", "q4_1_q8_1_gemv_1x16_avx2", CpuTier::Avx2, false, nullptr, DType::Q8_1,
+const Kernel kQ4_1 = {"q4_1_q8_1_gemm_4x16_avx2", "q4_1_q8_1_gemv_1x16_avx2", CpuTier::Avx2, false, DType::Q4_1, DType::Q8_1,
                       kMr, 16, 4, 2, kMr, 16, 1, pack_q8_1, quant_gemm<Q4_1W, kMr>, quant_gemm<Q4_1W, 1>};
-const Kernel kQ8_0 = {"q8_0_q8_0_gemm_4x16_avx2", "q8_0_q8_0_gemv_1x16_avx2", CpuTier::Avx2, false, nullptr, DType::Q8_0,
+const Kernel kQ8_0 = {"q8_0_q8_0_gemm_4x16_avx2", "q8_0_q8_0_gemv_1x16_avx2", CpuTier::Avx2, false, DType::Q8_0, DType::Q8_0,
                       kMr, 16, 4, 1, kMr, 16, 1, pack_q8_0, quant_gemm<Q8_0W, kMr>, quant_gemm<Q8_0W, 1>};
-const Kernel kF16 = {"f16_f32_gemm_6x16_avx2", "f16_f32_gemv_1x16_avx2", CpuTier::Avx2, false, nullptr, DType::F32,
+const Kernel kF16 = {"f16_f32_gemm_6x16_avx2", "f16_f32_gemv_1x16_avx2", CpuTier::Avx2, false, DType::F16, DType::F32,
                      kF16Mr, 16, 2, 1, kF16Mr, 16, 1, pack_f32, f16_gemm, f16_gemv};
 
 }  // namespace
 
 std::vector<const Kernel*> avx2_kernels() {
-    static const Kernel table[] = {
-        [] { Kernel k = kQ4_0; k.format = format_for(DType::Q4_0); return k; }(),
-        [] { Kernel k = kQ4_1; k.format = format_for(DType::Q4_1); return k; }(),
-        [] { Kernel k = kQ8_0; k.format = format_for(DType::Q8_0); return k; }(),
-        [] { Kernel k = kF16; k.format = format_for(DType::F16); return k; }(),
-    };
-    return {&table[0], &table[1], &table[2], &table[3]};
+    static Kernel table[] = {kQ4_0, kQ4_1, kQ8_0, kF16};
+    static const std::vector<const Kernel*> kernels = finish_table(table);
+    return kernels;
 }
 
 }  // namespace tessel::cpu::packed

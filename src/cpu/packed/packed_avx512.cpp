@@ -4,17 +4,7 @@
 // is broadcast and FMA-ed into row i's accumulator, so 16 output columns grow per FMA with no
 // horizontal sums. The result of an output depends only on its inputs (never on the thread
 // count or the call's column range).
-//
-// g++ 12 reports the deliberately undefined registers inside its own AVX-512 intrinsics as
-// (maybe-)uninitialized once inlined at -O3 (a false positive); silenced for the include only.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-#endif
-#include <immintrin.h>
+#include "cpu/kernels/avx512_intrinsics.hpp"  // first: <immintrin.h> without g++ 12's false warnings
 
 #include <algorithm>
 #include <cstring>
@@ -84,16 +74,15 @@ void pack_f32(const float* x, size_t x_stride, uint8_t* dst, int64_t m, int64_t 
         std::memcpy(dst + i * k * 4, reinterpret_cast<const uint8_t*>(x) + i * x_stride, static_cast<size_t>(k) * 4);
 }
 
-const Kernel kF16 = {"f16_f32_gemm_8x16_avx512", "f16_f32_gemv_1x16_avx512", CpuTier::Avx512, false, nullptr, DType::F32,
+const Kernel kF16 = {"f16_f32_gemm_8x16_avx512", "f16_f32_gemv_1x16_avx512", CpuTier::Avx512, false, DType::F16, DType::F32,
                      kMr, 16, 2, 1, kMr, 16, 1, pack_f32, f16_gemm, f16_gemv};
 
 }  // namespace
 
 std::vector<const Kernel*> avx512_kernels() {
-    static const Kernel table[] = {
-        [] { Kernel k = kF16; k.format = format_for(DType::F16); return k; }(),
-    };
-    return {&table[0]};
+    static Kernel table[] = {kF16};
+    static const std::vector<const Kernel*> kernels = finish_table(table);
+    return kernels;
 }
 
 }  // namespace tessel::cpu::packed

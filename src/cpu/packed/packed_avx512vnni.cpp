@@ -19,32 +19,11 @@
 #include <vector>
 
 #include "cpu/packed/kernel.hpp"
+#include "cpu/packed/quant_traits.hpp"
 
 namespace tessel::cpu::packed {
 namespace {
 
-template <int kScales_, int kQs_, DType kWeight_, DType kLhs_>
-struct Weight {
-    static constexpr int kScales = kScales_, kQs = kQs_;
-    static constexpr DType kWeight = kWeight_, kLhs = kLhs_;
-    static constexpr int64_t kGroupBlockBytes = kGroupRows * (2 * kScales + kQs);  ///< one block of 16 rows
-    static constexpr int64_t kLhsHead = kLhs == DType::Q8_1 ? 4 : 2;              ///< bytes before the quants
-    static constexpr int64_t kLhsBlockBytes = kLhsHead + 32;
-};
-using Q4_0W = Weight<1, 16, DType::Q4_0, DType::Q8_0>;
-using Q4_1W = Weight<2, 16, DType::Q4_1, DType::Q8_1>;
-using Q8_0W = Weight<1, 32, DType::Q8_0, DType::Q8_0>;
-
-float half_at(const uint8_t* p) {
-    uint16_t h;
-    std::memcpy(&h, p, 2);
-    return _cvtsh_ss(h);
-}
-int32_t i32_at(const uint8_t* p) {
-    int32_t v;
-    std::memcpy(&v, p, 4);
-    return v;
-}
 
 /// The 8 operand registers of one block of a group: register r covers K-elements 4r .. 4r+3.
 template <class W>
@@ -59,33 +38,6 @@ void load_block(const uint8_t* qs, __m512i (&op)[8]) {
     } else {
         for (int r = 0; r < 8; ++r) op[r] = _mm512_loadu_si512(qs + 64 * r);
     }
-}
-
-/// Per-call activation data: for each row and block, d_x and the integer correction (Q4_0).
-struct RowPrep {
-    std::vector<float> d;
-    std::vector<int32_t> corr;
-};
-
-template <class W>
-void prepare(const GemmArgs& a, RowPrep& p) {
-    const int64_t nb = a.k / 32;
-    p.d.resize(static_cast<size_t>(a.m * nb));
-    if constexpr (W::kWeight == DType::Q4_0) p.corr.resize(static_cast<size_t>(a.m * nb));
-    for (int64_t i = 0; i < a.m; ++i)
-        for (int64_t b = 0; b < nb; ++b) {
-            const uint8_t* blk = a.lhs + i * a.lhs_stride + b * W::kLhsBlockBytes;
-            p.d[static_cast<size_t>(i * nb + b)] = half_at(blk);
-            if constexpr (W::kWeight == DType::Q4_0) {
-                const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
-                const __m256i s16 = _mm256_maddubs_epi16(_mm256_set1_epi8(1), q);
-                const __m256i s32 = _mm256_madd_epi16(s16, _mm256_set1_epi16(1));
-                __m128i s = _mm_add_epi32(_mm256_castsi256_si128(s32), _mm256_extracti128_si256(s32, 1));
-                s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-                s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-                p.corr[static_cast<size_t>(i * nb + b)] = -8 * _mm_cvtsi128_si32(s);
-            }
-        }
 }
 
 /// MR activation rows (starting at row i0) times one group (16 columns) over all blocks.
@@ -159,21 +111,18 @@ void pack_q8_1(const float* x, size_t x_stride, uint8_t* dst, int64_t m, int64_t
 constexpr int kMr = 4;
 
 const Kernel kQ4_0 = {"q4_0_q8_0_gemm_4x16_avx512vnni", "q4_0_q8_0_gemv_1x16_avx512vnni", CpuTier::Avx512Vnni, false,
-                      nullptr, DType::Q8_0, kMr, 16, 4, 2, kMr, 16, 1, pack_q8_0, gemm<Q4_0W, kMr>, gemv<Q4_0W>};
+                      DType::Q4_0, DType::Q8_0, kMr, 16, 4, 2, kMr, 16, 1, pack_q8_0, gemm<Q4_0W, kMr>, gemv<Q4_0W>};
 const Kernel kQ4_1 = {"q4_1_q8_1_gemm_4x16_avx512vnni", "q4_1_q8_1_gemv_1x16_avx512vnni", CpuTier::Avx512Vnni, false,
-                      nullptr, DType::Q8_1, kMr, 16, 4, 2, kMr, 16, 1, pack_q8_1, gemm<Q4_1W, kMr>, gemv<Q4_1W>};
+                      DType::Q4_1, DType::Q8_1, kMr, 16, 4, 2, kMr, 16, 1, pack_q8_1, gemm<Q4_1W, kMr>, gemv<Q4_1W>};
 const Kernel kQ8_0 = {"q8_0_q8_0_gemm_4x16_avx512vnni", "q8_0_q8_0_gemv_1x16_avx512vnni", CpuTier::Avx512Vnni, false,
-                      nullptr, DType::Q8_0, kMr, 16, 4, 1, kMr, 16, 1, pack_q8_0_biased, gemm<Q8_0W, kMr>, gemv<Q8_0W>};
+                      DType::Q8_0, DType::Q8_0, kMr, 16, 4, 1, kMr, 16, 1, pack_q8_0_biased, gemm<Q8_0W, kMr>, gemv<Q8_0W>};
 
 }  // namespace
 
 std::vector<const Kernel*> avx512vnni_kernels() {
-    static const Kernel table[] = {
-        [] { Kernel k = kQ4_0; k.format = format_for(DType::Q4_0); return k; }(),
-        [] { Kernel k = kQ4_1; k.format = format_for(DType::Q4_1); return k; }(),
-        [] { Kernel k = kQ8_0; k.format = format_for(DType::Q8_0); return k; }(),
-    };
-    return {&table[0], &table[1], &table[2]};
+    static Kernel table[] = {kQ4_0, kQ4_1, kQ8_0};
+    static const std::vector<const Kernel*> kernels = finish_table(table);
+    return kernels;
 }
 
 }  // namespace tessel::cpu::packed
