@@ -16,8 +16,8 @@ What it does:
      t/s as mean ± sample stddev over the rounds) and writes it to bench/results/latest.md.
 
 llama-bench runs with --repack 0 (no extra buffer types): on this machine the native build would
-run Q4 weights through ggml's AMX kernels, which die with SIGILL (see scripts/README.md); tessel
-has no packed weight path yet either, so both engines run plain row-major weights here.
+run Q4 weights through ggml's AMX kernels, which die with SIGILL (see scripts/README.md). tessel
+runs its default packed CPU path (CPU_PACKED weights): each engine's best working configuration.
 Standard library only. Exit status 1 when a tool fails (its output is shown).
 """
 from __future__ import annotations

@@ -231,7 +231,10 @@ bool packed_enabled() {
     int v = g_enabled.load();
     if (v < 0) {
         const char* e = std::getenv("TESSEL_CPU_PACKED");
-        v = (e && std::string(e) == "0") ? 0 : 1;
+        const std::string value = e ? e : "";
+        if (!value.empty() && value != "0" && value != "1")
+            throw Error(ErrorCode::InvalidArgument, "TESSEL_CPU_PACKED=" + value + ": expected 0 (weights stay unpacked) or 1");
+        v = value == "0" ? 0 : 1;
         g_enabled.store(v);
     }
     return v == 1;
