@@ -56,8 +56,8 @@ if ! (cd "$work" && "$root/build-fuzz/tests/fuzz/fuzz_gguf" -max_total_time="$fu
 fi
 tail -n 12 "$work/fuzz.log"
 
-phase "sanitizer tests (unit, gguf, ops, model, cli)"
-(cd build-asan && ctest -L 'unit|gguf|ops|model|cli' --output-on-failure -j2)
+phase "sanitizer tests (unit, gguf, ops, model, cli, npu)"
+(cd build-asan && ctest -L 'unit|gguf|ops|model|cli|npu' --output-on-failure -j2)
 
 phase "thread sanitizer: thread-pool tests"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSEL_TSAN=ON

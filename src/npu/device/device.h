@@ -1,0 +1,104 @@
+/* The NPU device runtime (DESIGN.md, "The npu offload path"): maps shared buffers, resolves the
+ * descriptors of a batch (offsets into mappings, never host pointers), runs the ops in order on
+ * its worker threads, writes one profile record per op and fills the batch response.
+ *
+ * Plain C11, fixed-width types, status codes (enum tsl_npu_status), no allocation after
+ * tsl_npu_device_init and nothing from src/core: the same source builds freestanding for a 32-bit
+ * DSP. Everything the operating system provides (mapping a buffer by fd, a clock, worker threads)
+ * comes through tsl_npu_platform; platform_posix.h supplies it on Linux.
+ *
+ * Thread safety: one thread drives a device (map, unmap, run are not concurrent with each other).
+ */
+#ifndef TESSEL_NPU_DEVICE_H
+#define TESSEL_NPU_DEVICE_H
+
+#include "npu/proto/proto.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TSL_NPU_DEVICE_MAX_MAPPINGS 1024u
+
+/* Work item run on the device's worker threads: fn(arg, i, n) for i in [0, n). */
+typedef void (*tsl_npu_task_fn)(void* arg, uint32_t i, uint32_t n);
+
+/* Operating-system services of the device. Every function receives `ctx`. */
+typedef struct tsl_npu_platform {
+    void* ctx;
+    /* Maps `size` bytes of the shared buffer behind local descriptor `fd` read/write; returns its
+     * base, or NULL on failure. */
+    void* (*map)(void* ctx, int32_t fd, uint64_t size);
+    void (*unmap)(void* ctx, void* base, uint64_t size);
+    /* CLOCK_MONOTONIC, ns. */
+    uint64_t (*now_ns)(void* ctx);
+    /* Cycle counter (0 when the platform has none). */
+    uint64_t (*cycles)(void* ctx);
+    /* Runs fn(arg, i, n_threads) on each of n_threads workers (i = 0 on the calling thread) and
+     * returns when all have returned. */
+    void (*parallel)(void* ctx, tsl_npu_task_fn fn, void* arg);
+    /* Gives up the processor for about a millisecond (used while a hung test device waits). */
+    void (*idle)(void* ctx);
+    uint32_t n_threads;
+} tsl_npu_platform;
+
+typedef struct tsl_npu_mapping {
+    int32_t host_fd; /* the host's fd: the name buffers have in batches; -1 = free entry */
+    int32_t local_fd;
+    uint64_t size;
+    uint8_t* base;
+} tsl_npu_mapping;
+
+/* Faults a test device injects (TESSEL_NPU_FAULT, read by the link that starts the device). */
+enum tsl_npu_fault {
+    TSL_NPU_FAULT_NONE = 0,
+    TSL_NPU_FAULT_STATUS = 1, /* answer every batch with TSL_NPU_ERR_INJECTED */
+    TSL_NPU_FAULT_SEQ = 2,    /* answer with seq + 1000 */
+    TSL_NPU_FAULT_HANG = 3,   /* never answer and stop the heartbeat (until cancelled) */
+    TSL_NPU_FAULT_DIE = 4,    /* the device process exits in the middle of a batch (link's job) */
+    TSL_NPU_FAULT_BAD_DESC = 5 /* host side: the session corrupts a tensor offset before sending */
+};
+
+typedef struct tsl_npu_device {
+    tsl_npu_platform platform;
+    uint64_t vtcm_bytes;
+    uint32_t fault; /* enum tsl_npu_fault */
+    uint32_t n_mappings;
+    tsl_npu_mapping mappings[TSL_NPU_DEVICE_MAX_MAPPINGS];
+} tsl_npu_device;
+
+/* Prepares `d` (caller-owned storage) with the platform's services and a scratchpad budget of
+ * vtcm_bytes. Returns TSL_NPU_OK. */
+int32_t tsl_npu_device_init(tsl_npu_device* d, const tsl_npu_platform* platform, uint64_t vtcm_bytes);
+
+/* Fills what the device reports at session start (protocol version, threads, scratchpad). */
+void tsl_npu_device_hwinfo(const tsl_npu_device* d, tsl_npu_hwinfo* out);
+
+/* Maps the buffer the host calls `host_fd` (reachable here as local_fd), `size` bytes.
+ * Mapping a host_fd again replaces nothing and returns TSL_NPU_OK when the size matches.
+ * Errors: TSL_NPU_ERR_NO_MEMORY (table full), TSL_NPU_ERR_MAP_FAILED, TSL_NPU_ERR_BAD_DESC
+ * (same host_fd with another size). */
+int32_t tsl_npu_device_map(tsl_npu_device* d, int32_t host_fd, int32_t local_fd, uint64_t size);
+
+/* Unmaps host_fd; TSL_NPU_ERR_NO_MAPPING when it is not mapped. Does not close local_fd. */
+int32_t tsl_npu_device_unmap(tsl_npu_device* d, int32_t host_fd);
+
+/* Base address of host_fd's mapping, or NULL. */
+uint8_t* tsl_npu_device_mapping(const tsl_npu_device* d, int32_t host_fd, uint64_t* size);
+
+/* Unmaps every buffer (session end). */
+void tsl_npu_device_release(tsl_npu_device* d);
+
+/* Runs the batch described by `req` whose block (req->block_size bytes) starts at `block`.
+ * Validates counts and every descriptor before running anything, then runs the ops in order,
+ * storing each op's profile record in the block. Increments *heartbeat after every op (progress
+ * the host watches) and stops with TSL_NPU_ERR_CANCELLED when *cancel becomes non-zero between ops.
+ * Fills *rsp (seq, status, n_done, counts, err_op, start/stop) and returns rsp->status. */
+int32_t tsl_npu_device_run(tsl_npu_device* d, uint8_t* block, const tsl_npu_batch_req* req, tsl_npu_batch_rsp* rsp,
+                           volatile uint64_t* heartbeat, volatile const uint32_t* cancel);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TESSEL_NPU_DEVICE_H */

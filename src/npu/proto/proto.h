@@ -1,0 +1,226 @@
+/* The wire format between tessel's NPU host runtime and its device runtime (DESIGN.md, "The npu
+ * offload path"). Plain C with fixed-width types so the device can be built freestanding for a
+ * 32-bit DSP: no pointers cross the link, only buffer indices and byte offsets. Every struct is a
+ * multiple of 8 bytes (checked below) and is read at the same layout by both sides.
+ *
+ * A batch is one contiguous block in the op-queue buffer:
+ *     [tsl_npu_buf_desc x n_bufs][tsl_npu_tensor_desc x n_tensors][tsl_npu_op_desc x n_ops]
+ *     [tsl_npu_profile x n_ops]
+ * The host writes the first three arrays and a tsl_npu_batch_req naming the block; the device
+ * runs the ops in order, fills the profile records and answers with a tsl_npu_batch_rsp.
+ *
+ * Type codes are GGUF's ggml_type ids (a fact of the format, shared with src/core/dtype.hpp).
+ */
+#ifndef TESSEL_NPU_PROTO_H
+#define TESSEL_NPU_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped on any change of a struct below or of an opcode's meaning; the host refuses a device
+ * that reports another version. */
+#define TSL_NPU_PROTO_VERSION 1u
+
+#define TSL_NPU_MAX_SRC 12          /* enough for an N-way fused matmul or a 4-rank all-reduce + residual */
+#define TSL_NPU_MAX_DST 8
+#define TSL_NPU_NONE 0xffffu        /* unused src/dst slot */
+#define TSL_NPU_MAX_TENSORS 0xfffeu /* tensor indices are u16; 0xffff means none */
+#define TSL_NPU_MAX_BUFS 256u       /* buffer descriptors per batch */
+#define TSL_NPU_OP_PARAMS 16        /* int32 op params, copied from the node */
+#define TSL_NPU_KPARAMS_BYTES 256   /* kernel parameters planned by the host */
+#define TSL_NPU_N_COUNTERS 8        /* profile counters per op */
+#define TSL_NPU_FENCE_SLOT_BYTES 128u
+#define TSL_NPU_PAGE_BYTES 4096u    /* shared buffers are rounded to pages, plus one guard page */
+
+/* Status codes: 0 is success. The device answers with the first four families; the host adds
+ * the link-level ones when a device stops answering. */
+enum tsl_npu_status {
+    TSL_NPU_OK = 0,
+    TSL_NPU_ERR_UNKNOWN_OP = 1,   /* opcode the device does not implement */
+    TSL_NPU_ERR_BAD_DESC = 2,     /* tensor/buffer index out of range, offset + size past a buffer */
+    TSL_NPU_ERR_BAD_TYPE = 3,     /* type or shape combination the op does not take */
+    TSL_NPU_ERR_BAD_BATCH = 4,    /* counts or block size inconsistent */
+    TSL_NPU_ERR_NO_MAPPING = 5,   /* buffer fd not mapped on the device */
+    TSL_NPU_ERR_MAP_FAILED = 6,   /* the device could not map a buffer */
+    TSL_NPU_ERR_NO_MEMORY = 7,    /* scratch or table exhausted */
+    TSL_NPU_ERR_VERSION = 8,      /* protocol version mismatch */
+    TSL_NPU_ERR_CANCELLED = 9,    /* the host cancelled the batch */
+    TSL_NPU_ERR_INJECTED = 10,    /* fault injection (tests) */
+    TSL_NPU_ERR_TIMEOUT = 11,     /* host: no progress within TESSEL_NPU_TIMEOUT_MS */
+    TSL_NPU_ERR_DEVICE_LOST = 12, /* host: the device process exited */
+    TSL_NPU_ERR_PROTOCOL = 13,    /* host: a response with a wrong size or sequence */
+    TSL_NPU_ERR_QUEUE_FULL = 14   /* host: no free slot in the request ring */
+};
+
+/* Opcodes (the device's own numbering; the host maps tessel ops onto them). */
+enum tsl_npu_opcode {
+    TSL_NPU_OP_NOP = 0,
+    TSL_NPU_OP_ADD = 1,   /* dst = src0 + src1 (src1 broadcast over rows) */
+    TSL_NPU_OP_MUL = 2,   /* dst = src0 * src1 (broadcast like ADD) */
+    TSL_NPU_OP_CPY = 3,   /* dst = src0 converted (F32/F16 each way), element order of ne */
+    TSL_NPU_OP_SCALE = 4, /* dst = src0 * params[0] + params[1] (floats stored as bits) */
+    TSL_NPU_OP_FENCE = 5, /* writes the u64 in params[0..1] to fence slot params[2] of buffer dst0 */
+    TSL_NPU_OP_COUNT
+};
+
+/* GGUF type ids the device knows (ggml_type numbering). */
+enum tsl_npu_type {
+    TSL_NPU_TYPE_F32 = 0,
+    TSL_NPU_TYPE_F16 = 1,
+    TSL_NPU_TYPE_Q4_0 = 2,
+    TSL_NPU_TYPE_Q4_1 = 3,
+    TSL_NPU_TYPE_Q8_0 = 8,
+    TSL_NPU_TYPE_IQ4_NL = 20,
+    TSL_NPU_TYPE_I32 = 26,
+    TSL_NPU_TYPE_MXFP4 = 39
+};
+
+/* Buffer flags. */
+#define TSL_NPU_BUF_WEIGHTS 0x1u /* holds model weights (may be repacked) */
+#define TSL_NPU_BUF_HOST 0x2u    /* host-visible compute memory */
+#define TSL_NPU_BUF_FENCE 0x4u   /* fence slots */
+
+/* Tensor flags. */
+#define TSL_NPU_TENSOR_WEIGHT 0x1u
+#define TSL_NPU_TENSOR_REPACKED 0x2u
+#define TSL_NPU_TENSOR_FENCE 0x4u
+
+/* One shared buffer used by a batch, named by the host's fd (the device keeps its own mapping
+ * per host fd). size is the mapped size in bytes (page-rounded, without the guard page). */
+typedef struct tsl_npu_buf_desc {
+    int32_t fd;
+    uint32_t flags;
+    uint64_t size;
+} tsl_npu_buf_desc;
+
+/* One tensor: bytes [offset, offset + size) of buffer `buf`. ne/nb follow GGUF (ne[0] innermost,
+ * nb[i] byte strides); size is the span of the data in bytes. */
+typedef struct tsl_npu_tensor_desc {
+    uint32_t buf;
+    uint32_t type;
+    uint64_t offset;
+    uint64_t size;
+    int64_t ne[4];
+    uint64_t nb[4];
+    uint32_t flags;
+    uint32_t reserved;
+} tsl_npu_tensor_desc;
+
+/* One op: inputs src[] and outputs dst[] are tensor indices into the batch's table. */
+typedef struct tsl_npu_op_desc {
+    uint32_t opcode;
+    uint32_t flags;
+    int32_t params[TSL_NPU_OP_PARAMS];
+    uint8_t kparams[TSL_NPU_KPARAMS_BYTES];
+    uint16_t src[TSL_NPU_MAX_SRC];
+    uint16_t dst[TSL_NPU_MAX_DST];
+} tsl_npu_op_desc;
+
+/* Host -> device: run the batch at block_offset of the op-queue buffer. */
+typedef struct tsl_npu_batch_req {
+    uint64_t seq; /* 1, 2, 3, ... per session */
+    uint64_t block_offset;
+    uint64_t block_size; /* bytes, == tsl_npu_block_size(n_bufs, n_tensors, n_ops) */
+    uint32_t n_bufs;
+    uint32_t n_tensors;
+    uint32_t n_ops;
+    uint32_t flags;
+} tsl_npu_batch_req;
+
+/* Device -> host: the batch with sequence `seq` ended. On failure, err_op is the index of the op
+ * that failed (0xffffffff when the batch itself was refused) and n_done the ops that completed. */
+typedef struct tsl_npu_batch_rsp {
+    uint64_t seq;
+    uint32_t status;
+    uint32_t n_done;
+    uint32_t n_bufs;
+    uint32_t n_tensors;
+    uint32_t n_ops;
+    uint32_t err_op;
+    uint64_t start_ns; /* CLOCK_MONOTONIC on the device */
+    uint64_t stop_ns;
+} tsl_npu_batch_rsp;
+
+/* Per-op profile record, written by the device: CLOCK_MONOTONIC ns, cycles, counters. */
+typedef struct tsl_npu_profile {
+    uint64_t start_ns;
+    uint64_t stop_ns;
+    uint64_t cycles;
+    uint64_t counters[TSL_NPU_N_COUNTERS];
+} tsl_npu_profile;
+
+/* What a device reports at session start. */
+typedef struct tsl_npu_hwinfo {
+    uint32_t proto_version;
+    uint32_t n_threads;
+    uint64_t vtcm_bytes; /* scratchpad per session */
+    uint32_t matrix_unit; /* 1 when the device has a matrix unit */
+    uint32_t max_bufs;    /* mappings the device can hold */
+    char name[40];
+} tsl_npu_hwinfo;
+
+/* A fence slot: the device stores `value` when the FENCE op runs. */
+typedef struct tsl_npu_fence_slot {
+    uint64_t value;
+    uint8_t pad[TSL_NPU_FENCE_SLOT_BYTES - 8];
+} tsl_npu_fence_slot;
+
+#if defined(__cplusplus)
+#define TSL_NPU_STATIC_ASSERT static_assert
+#else
+#define TSL_NPU_STATIC_ASSERT _Static_assert
+#endif
+TSL_NPU_STATIC_ASSERT(sizeof(tsl_npu_buf_desc) == 16, "buf desc layout");
+TSL_NPU_STATIC_ASSERT(sizeof(tsl_npu_tensor_desc) == 96, "tensor desc layout");
+TSL_NPU_STATIC_ASSERT(sizeof(tsl_npu_op_desc) == 368, "op desc layout");
+TSL_NPU_STATIC_ASSERT(sizeof(tsl_npu_batch_req) == 40, "batch req layout");
+TSL_NPU_STATIC_ASSERT(sizeof(tsl_npu_batch_rsp) == 48, "batch rsp layout");
+TSL_NPU_STATIC_ASSERT(sizeof(tsl_npu_profile) == 88, "profile layout");
+TSL_NPU_STATIC_ASSERT(sizeof(tsl_npu_hwinfo) == 64, "hwinfo layout");
+TSL_NPU_STATIC_ASSERT(sizeof(tsl_npu_fence_slot) == TSL_NPU_FENCE_SLOT_BYTES, "fence slot layout");
+
+/* Byte offsets of the arrays of a batch block, and its total size. */
+static inline uint64_t tsl_npu_block_tensors_offset(uint32_t n_bufs) {
+    return (uint64_t)n_bufs * sizeof(tsl_npu_buf_desc);
+}
+static inline uint64_t tsl_npu_block_ops_offset(uint32_t n_bufs, uint32_t n_tensors) {
+    return tsl_npu_block_tensors_offset(n_bufs) + (uint64_t)n_tensors * sizeof(tsl_npu_tensor_desc);
+}
+static inline uint64_t tsl_npu_block_profile_offset(uint32_t n_bufs, uint32_t n_tensors, uint32_t n_ops) {
+    return tsl_npu_block_ops_offset(n_bufs, n_tensors) + (uint64_t)n_ops * sizeof(tsl_npu_op_desc);
+}
+static inline uint64_t tsl_npu_block_size(uint32_t n_bufs, uint32_t n_tensors, uint32_t n_ops) {
+    return tsl_npu_block_profile_offset(n_bufs, n_tensors, n_ops) + (uint64_t)n_ops * sizeof(tsl_npu_profile);
+}
+
+/* Short name of a status code ("OK", "UNKNOWN_OP", ...), for messages. */
+static inline const char* tsl_npu_status_name(uint32_t s) {
+    switch (s) {
+    case TSL_NPU_OK: return "OK";
+    case TSL_NPU_ERR_UNKNOWN_OP: return "UNKNOWN_OP";
+    case TSL_NPU_ERR_BAD_DESC: return "BAD_DESC";
+    case TSL_NPU_ERR_BAD_TYPE: return "BAD_TYPE";
+    case TSL_NPU_ERR_BAD_BATCH: return "BAD_BATCH";
+    case TSL_NPU_ERR_NO_MAPPING: return "NO_MAPPING";
+    case TSL_NPU_ERR_MAP_FAILED: return "MAP_FAILED";
+    case TSL_NPU_ERR_NO_MEMORY: return "NO_MEMORY";
+    case TSL_NPU_ERR_VERSION: return "VERSION";
+    case TSL_NPU_ERR_CANCELLED: return "CANCELLED";
+    case TSL_NPU_ERR_INJECTED: return "INJECTED";
+    case TSL_NPU_ERR_TIMEOUT: return "TIMEOUT";
+    case TSL_NPU_ERR_DEVICE_LOST: return "DEVICE_LOST";
+    case TSL_NPU_ERR_PROTOCOL: return "PROTOCOL";
+    case TSL_NPU_ERR_QUEUE_FULL: return "QUEUE_FULL";
+    default: return "UNKNOWN_STATUS";
+    }
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TESSEL_NPU_PROTO_H */
