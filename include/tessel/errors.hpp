@@ -17,6 +17,7 @@ enum class ErrorCode {
     Unsupported,         ///< valid input that tessel cannot handle (e.g. an unsupported dtype)
     BadModel,            ///< a model file lacks a required key or tensor, or one has the wrong type/shape
     ContextFull,         ///< a batch does not fit in the free cells of the KV cache
+    Device,              ///< an accelerator answered an error status, stopped answering or died
     // GGUF validation categories (see src/gguf/reader.hpp)
     GgufBadMagic,            ///< first 4 bytes are not "GGUF"
     GgufUnsupportedVersion,  ///< version other than 2 or 3

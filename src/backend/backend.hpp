@@ -50,7 +50,8 @@ public:
     virtual bool supports_op(const Tensor& t) const = 0;
     /// True when this device's kernels can read tensors stored in buffers of type bt.
     virtual bool supports_buft(const BufferType& bt) const = 0;
-    /// Optional entry points by name (e.g. "split_buffer_type", "allreduce_comm"); nullptr if absent.
+    /// Optional entry points by name (e.g. "host_buffer_type", "cpu_compute_buffer_type" (see
+    /// Scheduler), "split_buffer_type", "allreduce_comm"); nullptr if absent.
     virtual void* proc(const std::string& name) { (void)name; return nullptr; }
     /// A new event for this device's streams.
     virtual std::unique_ptr<Event> new_event() = 0;

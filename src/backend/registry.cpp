@@ -3,10 +3,14 @@
 #include <algorithm>
 
 #include "cpu/cpu_backend.hpp"
+#include "npu/host/device.hpp"
 
 namespace tessel {
 
-Registry::Registry() { builtin_.push_back(&cpu::cpu_device()); }
+Registry::Registry() {
+    builtin_.push_back(&cpu::cpu_device());
+    npu::register_devices(*this);
+}
 
 Registry& Registry::global() {
     static Registry r;

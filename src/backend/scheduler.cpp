@@ -20,6 +20,16 @@ Scheduler::Scheduler(std::vector<Backend*> backends) : backends_(std::move(backe
     for (Backend* b : backends_)
         if (b->device().kind() == DeviceKind::Cpu) cpu_ = b;
     if (!cpu_) throw Error(ErrorCode::InvalidArgument, "scheduler: a CPU backend is required as the fallback");
+    // An accelerator may offer host memory it reads in place for the CPU's compute buffers.
+    for (Backend* b : backends_)
+        if (b != cpu_)
+            if (void* p = b->device().proc("cpu_compute_buffer_type"); p && !cpu_compute_type_)
+                cpu_compute_type_ = static_cast<BufferType*>(p);
+}
+
+BufferType& Scheduler::compute_type(const Backend& b) const {
+    if (&b == cpu_ && cpu_compute_type_) return *cpu_compute_type_;
+    return const_cast<Backend&>(b).device().buffer_type();
 }
 
 Scheduler::~Scheduler() { release(); }
@@ -85,7 +95,7 @@ void Scheduler::allocate(Graph& g) {
 
     // 3. inputs without memory (leaves the caller fills) go to host memory
     size_t host_bytes = 0;
-    BufferType& host_type = cpu_->device().buffer_type();
+    BufferType& host_type = compute_type(*cpu_);
     const size_t align = host_type.alignment();
     std::vector<Tensor*> host_leaves;
     for (Tensor* l : g.leaves())
@@ -107,7 +117,7 @@ void Scheduler::allocate(Graph& g) {
 
     // 4. compute buffers per backend, planned over the whole node order
     for (Backend* b : backends_) {
-        BufferType& bt = b->device().buffer_type();
+        BufferType& bt = compute_type(*b);
         auto mine = [&](const Tensor& t) {
             auto it = assignment_.find(&t);
             return it != assignment_.end() && it->second == b && !t.view_src && !op_is_view(t.op);
@@ -136,7 +146,7 @@ void Scheduler::allocate(Graph& g) {
         auto local_copy = [&](Tensor* o) {
             auto it = local.find(o);
             if (it != local.end()) return it->second;
-            BufferType& bt = s.backend->device().buffer_type();
+            BufferType& bt = compute_type(*s.backend);
             auto copy = std::make_unique<Tensor>(*o);
             copy->op = Op::NONE;
             copy->src = {};

@@ -12,7 +12,9 @@
 //     its storage owner and a view into it), pointing the reading node at the copy until
 //     release();
 //  4. plans each backend's compute buffer with the liveness allocator and places the nodes;
-//     leaves without a buffer (inputs) are placed in host memory.
+//     leaves without a buffer (inputs) are placed in host memory. The CPU's compute memory comes
+//     from the first accelerator whose device answers proc("cpu_compute_buffer_type") (an NPU
+//     with TESSEL_NPU_HOSTBUF=1), so that device reads the CPU's results without copies.
 // compute() then runs the splits in order; each split waits for the event of the split before
 // it, copies its inputs, computes, and records its own event. It returns when all are done.
 #pragma once
@@ -56,6 +58,8 @@ public:
 
 private:
     Backend* assign(const Tensor& node) const;
+    /// The buffer type backend b's compute buffers and input copies use.
+    BufferType& compute_type(const Backend& b) const;
 
     struct Rewrite {
         Tensor* node;
@@ -65,6 +69,7 @@ private:
 
     std::vector<Backend*> backends_;
     Backend* cpu_ = nullptr;
+    BufferType* cpu_compute_type_ = nullptr;
     std::vector<Split> splits_;
     std::unordered_map<const Tensor*, Backend*> assignment_;
     std::unordered_map<const Backend*, std::unique_ptr<Buffer>> compute_buffers_;

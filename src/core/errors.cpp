@@ -26,6 +26,7 @@ const char* error_code_name(ErrorCode code) {
         case ErrorCode::GgufLimit: return "gguf-limit";
         case ErrorCode::BadModel: return "bad-model";
         case ErrorCode::ContextFull: return "context-full";
+        case ErrorCode::Device: return "device";
     }
     return "unknown";
 }

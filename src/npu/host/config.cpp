@@ -1,0 +1,132 @@
+#include "npu/host/config.hpp"
+
+#include <charconv>
+#include <cstdlib>
+#include <regex>
+
+#include "npu/device/device.h"
+#include "tessel/errors.hpp"
+
+namespace tessel::npu {
+namespace {
+
+std::string& self_exe() {
+    static std::string path;
+    return path;
+}
+
+const char* env(const char* name) {
+    const char* v = std::getenv(name);
+    return v && *v ? v : nullptr;
+}
+
+[[noreturn]] void bad(const char* name, const std::string& value, const std::string& expected) {
+    throw Error(ErrorCode::InvalidArgument, std::string(name) + "='" + value + "': expected " + expected);
+}
+
+uint64_t number(const char* name, uint64_t lo, uint64_t hi, uint64_t fallback) {
+    const char* v = env(name);
+    if (!v) return fallback;
+    const std::string s(v);
+    uint64_t x = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), x);
+    if (ec != std::errc() || end != s.data() + s.size() || x < lo || x > hi)
+        bad(name, s, "a whole number from " + std::to_string(lo) + " to " + std::to_string(hi));
+    return x;
+}
+
+bool flag(const char* name) {
+    const char* v = env(name);
+    if (!v) return false;
+    const std::string s(v);
+    if (s == "0") return false;
+    if (s == "1") return true;
+    bad(name, s, "0 or 1");
+}
+
+uint32_t device_count() {
+    const char* v = env("TESSEL_NPU_DEVICES");
+    if (!v) return 1;
+    const std::string s(v);
+    if (std::regex_match(s, std::regex("[0-9]{1,2}"))) {
+        const int n = std::stoi(s);
+        if (n <= 16) return static_cast<uint32_t>(n);
+    }
+    // A list NPU0,NPU1,... must name consecutive devices from NPU0.
+    uint32_t n = 0;
+    size_t start = 0;
+    while (start <= s.size()) {
+        const size_t comma = s.find(',', start);
+        const std::string item = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        if (item != "NPU" + std::to_string(n)) break;
+        ++n;
+        if (comma == std::string::npos) return n;
+        start = comma + 1;
+    }
+    bad("TESSEL_NPU_DEVICES", s, "a device count 0..16 or a list NPU0,NPU1,... in order");
+}
+
+uint32_t fault_mode() {
+    const char* v = env("TESSEL_NPU_FAULT");
+    if (!v) return TSL_NPU_FAULT_NONE;
+    const std::string s(v);
+    if (s == "none") return TSL_NPU_FAULT_NONE;
+    if (s == "status") return TSL_NPU_FAULT_STATUS;
+    if (s == "seq") return TSL_NPU_FAULT_SEQ;
+    if (s == "hang") return TSL_NPU_FAULT_HANG;
+    if (s == "die") return TSL_NPU_FAULT_DIE;
+    if (s == "bad-desc") return TSL_NPU_FAULT_BAD_DESC;
+    bad("TESSEL_NPU_FAULT", s, "one of none, status, seq, hang, die, bad-desc");
+}
+
+}  // namespace
+
+Config config_from_env() {
+    Config c;
+    c.n_devices = device_count();
+    if (const char* v = env("TESSEL_NPU_LINK")) {
+        const std::string s(v);
+        if (s == "inproc") c.link = LinkKind::InProcess;
+        else if (s == "process") c.link = LinkKind::Process;
+        else bad("TESSEL_NPU_LINK", s, "inproc or process");
+    }
+    c.opbatch = static_cast<uint32_t>(number("TESSEL_NPU_OPBATCH", 1, 16384, c.opbatch));
+    c.opqueue = static_cast<uint32_t>(number("TESSEL_NPU_OPQUEUE", 1, 256, c.opqueue));
+    c.max_mapped = number("TESSEL_NPU_VMEM", 1ull << 20, 1ull << 40, c.max_mapped);
+    c.poll = flag("TESSEL_NPU_OPPOLL");
+    c.timeout_ms = static_cast<uint32_t>(number("TESSEL_NPU_TIMEOUT_MS", 10, 3600000, c.timeout_ms));
+    c.verbose = static_cast<int>(number("TESSEL_NPU_VERBOSE", 0, 2, 0));
+    if (const char* v = env("TESSEL_NPU_OPFILTER")) {
+        c.opfilter = v;
+        try {
+            std::regex check(c.opfilter);
+        } catch (const std::regex_error& e) {
+            bad("TESSEL_NPU_OPFILTER", c.opfilter, std::string("a valid regular expression (") + e.what() + ")");
+        }
+    }
+    c.hostbuf = flag("TESSEL_NPU_HOSTBUF");
+    c.n_threads = static_cast<uint32_t>(number("TESSEL_NPU_THREADS", 1, 64, c.n_threads));
+    c.vtcm_bytes = number("TESSEL_NPU_VTCM", 64ull << 10, 1ull << 30, c.vtcm_bytes);
+    c.fault = fault_mode();
+    if (const char* v = env("TESSEL_NPU_DEVICE_EXE")) c.device_exe = v;
+    else c.device_exe = self_exe();
+    return c;
+}
+
+LinkOptions link_options(const Config& cfg, const std::string& name) {
+    LinkOptions o;
+    o.kind = cfg.link;
+    o.n_threads = cfg.n_threads;
+    o.vtcm_bytes = cfg.vtcm_bytes;
+    o.ring_depth = cfg.opqueue;
+    o.timeout_ms = cfg.timeout_ms;
+    o.poll = cfg.poll;
+    o.fault = cfg.fault == TSL_NPU_FAULT_BAD_DESC ? uint32_t{TSL_NPU_FAULT_NONE} : cfg.fault;  // bad-desc is the host's
+    o.device_exe = cfg.device_exe;
+    o.name = name;
+    return o;
+}
+
+void set_self_executable(const std::string& path) { self_exe() = path; }
+
+}  // namespace tessel::npu

@@ -1,0 +1,40 @@
+// Configuration of the NPU backend from TESSEL_NPU_* environment variables (docs/config.md,
+// docs/npu.md). Every value is validated: a bad one is a tessel::Error(InvalidArgument) naming the
+// variable and what it accepts, never silently replaced by a default.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "npu/link/link.hpp"
+
+namespace tessel::npu {
+
+struct Config {
+    uint32_t n_devices = 1;          ///< TESSEL_NPU_DEVICES: a count ("2") or names ("NPU0,NPU1"); 0 = none
+    LinkKind link = LinkKind::InProcess;  ///< TESSEL_NPU_LINK: inproc | process
+    uint32_t opbatch = 1024;         ///< TESSEL_NPU_OPBATCH: ops per batch (1..16384)
+    uint32_t opqueue = 32;           ///< TESSEL_NPU_OPQUEUE: batches in flight (1..256)
+    uint64_t max_mapped = 3ull << 30;  ///< TESSEL_NPU_VMEM: bytes of buffers one batch may map (32-bit device)
+    bool poll = false;               ///< TESSEL_NPU_OPPOLL=1: spin instead of sleeping
+    uint32_t timeout_ms = 10000;     ///< TESSEL_NPU_TIMEOUT_MS: no-progress limit
+    int verbose = 0;                 ///< TESSEL_NPU_VERBOSE: 0, 1 (ops, batches) or 2 (+ descriptors)
+    std::string opfilter;            ///< TESSEL_NPU_OPFILTER: ECMAScript regex of op names not to claim
+    bool hostbuf = false;            ///< TESSEL_NPU_HOSTBUF=1: CPU compute buffers in NPU-HOST memory
+    uint32_t n_threads = 2;          ///< TESSEL_NPU_THREADS: device worker threads
+    uint64_t vtcm_bytes = 8ull << 20;  ///< TESSEL_NPU_VTCM: scratchpad bytes
+    uint32_t fault = 0;              ///< TESSEL_NPU_FAULT: none|status|seq|hang|die|bad-desc (tests)
+    std::string device_exe;          ///< TESSEL_NPU_DEVICE_EXE: the tessel binary for the process link
+};
+
+/// Reads the TESSEL_NPU_* variables. Throws tessel::Error(InvalidArgument) on a bad value.
+Config config_from_env();
+
+/// The link options a session of device `name` opens with under `cfg`.
+LinkOptions link_options(const Config& cfg, const std::string& name);
+
+/// Records the running tessel executable (set by the CLI's main); the process link starts it when
+/// TESSEL_NPU_DEVICE_EXE is not set.
+void set_self_executable(const std::string& path);
+
+}  // namespace tessel::npu

@@ -1,0 +1,80 @@
+#include "npu/host/device.hpp"
+
+#include "backend/registry.hpp"
+#include "npu/host/backend.hpp"
+#include "npu/host/session.hpp"
+#include "npu/host/translate.hpp"
+#include "tessel/errors.hpp"
+
+namespace tessel::npu {
+namespace {
+
+std::string& config_error_text() {
+    static std::string text;
+    return text;
+}
+
+}  // namespace
+
+NpuDevice::NpuDevice(uint32_t index, const Config& cfg)
+    : name_("NPU" + std::to_string(index)), cfg_(cfg), device_buft_(*this, false), host_buft_(*this, true) {
+    if (!cfg_.opfilter.empty()) opfilter_ = std::make_unique<std::regex>(cfg_.opfilter);
+}
+
+NpuDevice::~NpuDevice() = default;
+
+std::string NpuDevice::description() const {
+    return std::string("tessel virtual NPU (") + (cfg_.link == LinkKind::Process ? "process" : "inproc") + " link)";
+}
+
+void NpuDevice::memory(size_t& free, size_t& total) const { free = total = static_cast<size_t>(cfg_.max_mapped); }
+
+Session& NpuDevice::session() {
+    std::lock_guard lock(mu_);
+    if (!config_error().empty()) throw Error(ErrorCode::InvalidArgument, config_error());
+    if (!open_error_.empty()) throw Error(ErrorCode::Device, open_error_);
+    if (!session_) {
+        try {
+            session_ = std::make_unique<Session>(name_, cfg_);
+        } catch (const Error& e) {
+            open_error_ = e.what();
+            throw;
+        }
+    }
+    return *session_;
+}
+
+bool NpuDevice::supports_op(const Tensor& t) const {
+    if (!device_supports(t)) return false;
+    return !(opfilter_ && std::regex_search(op_name(t.op), *opfilter_));
+}
+
+void* NpuDevice::proc(const std::string& name) {
+    if (name == "host_buffer_type") return static_cast<BufferType*>(&host_buft_);
+    if (name == "cpu_compute_buffer_type" && cfg_.hostbuf) return static_cast<BufferType*>(&host_buft_);
+    return nullptr;
+}
+
+std::unique_ptr<Backend> NpuDevice::init_backend(const BackendParams& params) {
+    (void)params;
+    return std::make_unique<NpuBackend>(*this, session());
+}
+
+std::unique_ptr<Event> NpuDevice::new_event() { return std::make_unique<NpuEvent>(); }
+
+const std::string& config_error() { return config_error_text(); }
+
+void register_devices(Registry& registry) {
+    Config cfg;
+    try {
+        cfg = config_from_env();
+    } catch (const Error& e) {
+        // Keep NPU0 visible so its first use reports the bad variable instead of "no such device".
+        config_error_text() = e.what();
+        registry.add(std::make_unique<NpuDevice>(0, Config{}));
+        return;
+    }
+    for (uint32_t i = 0; i < cfg.n_devices; ++i) registry.add(std::make_unique<NpuDevice>(i, cfg));
+}
+
+}  // namespace tessel::npu

@@ -1,0 +1,73 @@
+// The NPU device and its backend (DESIGN.md, "Core contracts" and "The npu offload path").
+//
+// NpuDevice "NPUn" owns the configuration and, opened on first use, the Session with its device
+// runtime; it offers the NPUn and NPUn-HOST buffer types. NpuBackend::graph_compute translates
+// nodes into op descriptors, adds them to an op batch (flushing whenever the next op does not fit)
+// and sends the last batch without waiting; synchronize() waits for all. Events are fence ops:
+// recording one sends a FENCE op that stores a value in a 128-byte fence slot when the device
+// reaches it.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <regex>
+#include <string>
+
+#include "backend/backend.hpp"
+#include "npu/host/buffer.hpp"
+#include "npu/host/config.hpp"
+
+namespace tessel {
+class Registry;
+}
+
+namespace tessel::npu {
+
+class Session;
+
+class NpuDevice final : public Device {
+public:
+    /// Device `index` ("NPU<index>") under `cfg`; opens nothing yet.
+    NpuDevice(uint32_t index, const Config& cfg);
+    ~NpuDevice() override;
+
+    std::string name() const override { return name_; }
+    std::string description() const override;
+    DeviceKind kind() const override { return DeviceKind::Accel; }
+    /// The mapped-bytes budget of one batch (TESSEL_NPU_VMEM), as free and total.
+    void memory(size_t& free, size_t& total) const override;
+    std::unique_ptr<Backend> init_backend(const BackendParams& params) override;
+    BufferType& buffer_type() override { return device_buft_; }
+    /// ADD, MUL, SCALE (F32) and CPY/CONT/DUP (F32/F16), minus ops whose name matches
+    /// TESSEL_NPU_OPFILTER.
+    bool supports_op(const Tensor& t) const override;
+    bool supports_buft(const BufferType& bt) const override { return &bt == &device_buft_ || &bt == &host_buft_; }
+    /// "host_buffer_type": the NPUn-HOST BufferType*; "cpu_compute_buffer_type": the same when
+    /// TESSEL_NPU_HOSTBUF=1 (the scheduler then gives the CPU its compute memory there), else nullptr.
+    void* proc(const std::string& name) override;
+    std::unique_ptr<Event> new_event() override;
+
+    /// The session, opened on first call. Throws what Session's constructor throws (and again on
+    /// later calls: a device that failed to open stays unusable).
+    Session& session();
+    const Config& config() const { return cfg_; }
+    BufferType& host_buffer_type() { return host_buft_; }
+
+private:
+    std::string name_;
+    Config cfg_;
+    std::unique_ptr<std::regex> opfilter_;
+    NpuBufferType device_buft_, host_buft_;
+    std::mutex mu_;
+    std::unique_ptr<Session> session_;
+    std::string open_error_;
+};
+
+/// Adds NPU0..NPU(n-1) (TESSEL_NPU_DEVICES, default 1) to `registry`. A bad TESSEL_NPU_* value
+/// registers no device and is reported by the first use (see config_error()).
+void register_devices(Registry& registry);
+
+/// The TESSEL_NPU_* configuration error met at registration ("" when none).
+const std::string& config_error();
+
+}  // namespace tessel::npu

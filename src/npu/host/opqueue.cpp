@@ -1,0 +1,92 @@
+#include "npu/host/opqueue.hpp"
+
+#include <cstdio>
+#include <cstring>
+
+#include "npu/host/opbatch.hpp"
+#include "tessel/errors.hpp"
+
+namespace tessel::npu {
+
+OpQueue::OpQueue(Link& link, const std::string& name, uint32_t depth, uint64_t slot_bytes, int verbose)
+    : link_(link), name_(name), depth_(depth), slot_bytes_((slot_bytes + 63) / 64 * 64), verbose_(verbose), slots_(depth) {
+    mem_ = std::make_unique<ShmBuffer>(name + "-opqueue", static_cast<size_t>(slot_bytes_ * depth));
+    if (const int32_t st = link_.map(*mem_, 0); st != TSL_NPU_OK)
+        throw Error(ErrorCode::Io, name_ + ": the device did not map the op queue (" + tsl_npu_status_name(st) + ")");
+    if (verbose_)
+        std::fprintf(stderr, "npu: %s opqueue depth %u slot %llu bytes shm %zu bytes\n", name_.c_str(), depth_,
+                     static_cast<unsigned long long>(slot_bytes_), mem_->size());
+}
+
+int32_t OpQueue::fail(int32_t status, const std::string& why) {
+    detail_ = why;
+    return status;
+}
+
+int32_t OpQueue::push(const OpBatch& batch) {
+    if (batch.empty()) return TSL_NPU_OK;
+    if (batch.block_size() > slot_bytes_)
+        return fail(TSL_NPU_ERR_BAD_BATCH, "batch of " + std::to_string(batch.block_size()) + " bytes exceeds the queue slot");
+    if (in_flight() >= depth_)
+        if (const int32_t st = pop(); st != TSL_NPU_OK) return st;
+    const uint64_t seq = sent_ + 1;
+    Slot& slot = slots_[(seq - 1) % depth_];
+    slot.req = tsl_npu_batch_req{};
+    slot.req.seq = seq;
+    slot.req.block_offset = ((seq - 1) % depth_) * slot_bytes_;
+    batch.write(mem_->data() + slot.req.block_offset, slot.req);
+    slot.ops = batch.op_names();
+    if (verbose_)
+        std::fprintf(stderr, "npu: %s batch #%llu push: bufs %u tensors %u ops %u bytes %llu mapped %llu\n", name_.c_str(),
+                     static_cast<unsigned long long>(seq), slot.req.n_bufs, slot.req.n_tensors, slot.req.n_ops,
+                     static_cast<unsigned long long>(slot.req.block_size), static_cast<unsigned long long>(batch.mapped_bytes()));
+    if (verbose_ > 1) {
+        const auto* b = reinterpret_cast<const tsl_npu_buf_desc*>(mem_->data() + slot.req.block_offset);
+        for (uint32_t i = 0; i < slot.req.n_bufs; ++i)
+            std::fprintf(stderr, "npu: %s batch #%llu buf %u: fd %d size %llu flags %u\n", name_.c_str(),
+                         static_cast<unsigned long long>(seq), i, b[i].fd, static_cast<unsigned long long>(b[i].size), b[i].flags);
+        const auto* t = reinterpret_cast<const tsl_npu_tensor_desc*>(mem_->data() + slot.req.block_offset +
+                                                                     tsl_npu_block_tensors_offset(slot.req.n_bufs));
+        for (uint32_t i = 0; i < slot.req.n_tensors; ++i)
+            std::fprintf(stderr, "npu: %s batch #%llu tensor %u: buf %u offset %llu size %llu type %u ne [%lld, %lld, %lld, %lld]\n",
+                         name_.c_str(), static_cast<unsigned long long>(seq), i, t[i].buf,
+                         static_cast<unsigned long long>(t[i].offset), static_cast<unsigned long long>(t[i].size), t[i].type,
+                         static_cast<long long>(t[i].ne[0]), static_cast<long long>(t[i].ne[1]), static_cast<long long>(t[i].ne[2]),
+                         static_cast<long long>(t[i].ne[3]));
+    }
+    const int32_t st = link_.submit(*mem_, slot.req);
+    if (st != TSL_NPU_OK) return fail(st, std::string("submitting batch #") + std::to_string(seq) + " failed");
+    sent_ = seq;
+    return TSL_NPU_OK;
+}
+
+int32_t OpQueue::pop() {
+    if (in_flight() == 0) return TSL_NPU_OK;
+    tsl_npu_batch_rsp rsp{};
+    const uint64_t want = done_ + 1;
+    if (const int32_t st = link_.receive(&rsp); st != TSL_NPU_OK)
+        return fail(st, std::string("waiting for batch #") + std::to_string(want));
+    const Slot& slot = slots_[(want - 1) % depth_];
+    if (rsp.seq != want)
+        return fail(TSL_NPU_ERR_PROTOCOL, "response carries sequence " + std::to_string(rsp.seq) + ", expected " + std::to_string(want));
+    if (rsp.n_bufs != slot.req.n_bufs || rsp.n_tensors != slot.req.n_tensors || rsp.n_ops != slot.req.n_ops || rsp.n_done > rsp.n_ops)
+        return fail(TSL_NPU_ERR_PROTOCOL, "response to batch #" + std::to_string(want) + " has counts other than the request's");
+    done_ = want;
+    last_batch_ns_ = rsp.stop_ns >= rsp.start_ns ? rsp.stop_ns - rsp.start_ns : 0;
+    profile_.clear();
+    const auto* rec = reinterpret_cast<const tsl_npu_profile*>(
+        mem_->data() + slot.req.block_offset + tsl_npu_block_profile_offset(slot.req.n_bufs, slot.req.n_tensors, slot.req.n_ops));
+    for (uint32_t i = 0; i < rsp.n_done; ++i) profile_.push_back({slot.ops[i], rec[i]});
+    if (verbose_)
+        std::fprintf(stderr, "npu: %s batch #%llu done: status %s ops %u/%u %.1f us\n", name_.c_str(),
+                     static_cast<unsigned long long>(want), tsl_npu_status_name(rsp.status), rsp.n_done, rsp.n_ops,
+                     static_cast<double>(last_batch_ns_) / 1e3);
+    if (rsp.status != TSL_NPU_OK) {
+        std::string why = "batch #" + std::to_string(want);
+        if (rsp.err_op < slot.ops.size()) why += ", op " + std::to_string(rsp.err_op) + " (" + slot.ops[rsp.err_op] + ")";
+        return fail(static_cast<int32_t>(rsp.status), why);
+    }
+    return TSL_NPU_OK;
+}
+
+}  // namespace tessel::npu

@@ -1,0 +1,84 @@
+// A session with one NPU device (DESIGN.md, "The npu offload path"): opens the link, checks the
+// device's protocol version, allocates the op-queue memory and the fence buffer, then runs batches.
+// Construction undoes whatever it had set up when a later step fails. The first device error
+// (an error status, a wrong response, a timeout, a lost device) is remembered: every later submit,
+// wait or synchronize throws it as tessel::Error(Device), naming the device and the status.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "npu/host/config.hpp"
+#include "npu/host/opbatch.hpp"
+#include "npu/host/opqueue.hpp"
+#include "npu/link/link.hpp"
+#include "npu/link/shm.hpp"
+
+namespace tessel::npu {
+
+class Session {
+public:
+    /// Opens device `name` ("NPU0", ...) under `cfg`. Throws tessel::Error(Io) when the link cannot
+    /// be opened and tessel::Error(Device) when the device speaks another protocol version.
+    Session(const std::string& name, const Config& cfg);
+    ~Session();
+    Session(const Session&) = delete;
+    Session& operator=(const Session&) = delete;
+
+    const std::string& name() const { return name_; }
+    const Config& config() const { return cfg_; }
+    const tsl_npu_hwinfo& hwinfo() const { return hwinfo_; }
+    LinkKind link_kind() const { return link_->kind(); }
+    BatchLimits limits() const;
+
+    /// Makes `buf` known to the device. Throws tessel::Error(Device) when the device refuses.
+    void map(const ShmBuffer& buf, uint32_t flags);
+    /// Waits for every batch in flight, then forgets `buf` on the device. Never throws (a failed
+    /// session has nothing left to unmap).
+    void unmap(const ShmBuffer& buf);
+
+    /// Queues `batch` (applying TESSEL_NPU_FAULT=bad-desc if set); returns its sequence number.
+    uint64_t submit(const OpBatch& batch);
+    /// Waits until batch `seq` has been answered (and checked).
+    void wait(uint64_t seq);
+    /// Waits for every batch in flight.
+    void synchronize();
+    uint64_t last_seq() const;
+    uint64_t done_seq() const;
+    /// Throws the remembered error, if any.
+    void check() const;
+    bool failed() const { return status_ != TSL_NPU_OK; }
+
+    /// Per-op profile records of the batch answered last.
+    std::vector<OpProfile> last_profile() const;
+
+    /// The fence buffer (128-byte slots).
+    const ShmBuffer& fences() const { return *fences_; }
+    /// The next fence to record: a slot (round robin) and a value no earlier fence used.
+    std::pair<uint32_t, uint64_t> next_fence();
+    /// Value the device last stored in fence slot `slot`.
+    uint64_t fence_value(uint32_t slot) const;
+
+private:
+    void fail(int32_t status, const std::string& detail);
+    [[noreturn]] void throw_error() const;
+    void drain_to(uint64_t seq);
+
+    std::string name_;
+    Config cfg_;
+    std::unique_ptr<Link> link_;
+    tsl_npu_hwinfo hwinfo_{};
+    std::unique_ptr<OpQueue> queue_;
+    std::unique_ptr<ShmBuffer> fences_;
+    uint32_t n_fence_slots_ = 64, next_fence_ = 0;
+    uint64_t fence_value_ = 0;
+    int32_t status_ = TSL_NPU_OK;
+    std::string error_;
+    mutable std::mutex mu_;
+};
+
+}  // namespace tessel::npu

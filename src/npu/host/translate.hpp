@@ -1,0 +1,33 @@
+// Graph nodes -> device ops (DESIGN.md, "The npu offload path"): which tessel ops the device
+// implements (and for which types and shapes), and how a node becomes an op descriptor: its
+// opcode, its inputs and outputs as operands in shared buffers, its op_params copied verbatim.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "graph/tensor.hpp"
+#include "npu/host/opbatch.hpp"
+
+namespace tessel::npu {
+
+/// True when the device runtime implements node t as it is (op, types, broadcast shapes).
+bool device_supports(const Tensor& t);
+
+/// True when t computes nothing (a leaf or a view): graph_compute skips it.
+bool is_no_op(const Tensor& t);
+
+/// A node as a device op: opcode, operands and name, ready for OpBatch::fit/add.
+struct DeviceOp {
+    uint32_t opcode = 0;
+    std::vector<Operand> srcs, dsts;
+};
+
+/// Builds node t's op. Throws tessel::Error(InvalidArgument) naming the tensor when an operand is
+/// not in an NPU buffer, or Error(Unsupported) when the device does not implement t.
+DeviceOp translate(const Tensor& t);
+
+/// The operand for tensor t (its NPU buffer, offset and byte span).
+Operand operand(const Tensor& t);
+
+}  // namespace tessel::npu

@@ -1,0 +1,215 @@
+// The host runtime end to end over both links: an NPU device's buffers, graph_compute and
+// synchronize against values computed here, the op queue under a small depth and batch size
+// (many batches in flight, answered in order), events as fence slots, and every injected fault
+// ending in one tessel::Error(Device) naming the failure, within the timeout, without hanging.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "npu/device/device.h"
+#include "npu/host/backend.hpp"
+#include "npu/host/device.hpp"
+#include "npu/host/session.hpp"
+#include "tessel/errors.hpp"
+
+namespace tessel::npu {
+namespace {
+
+Config test_config(LinkKind kind) {
+    Config c;
+    c.link = kind;
+    c.timeout_ms = 2000;
+    if (const char* exe = std::getenv("TESSEL_NPU_DEVICE_EXE")) c.device_exe = exe;
+    return c;
+}
+
+/// Tensors placed in one NPU buffer, filled with values, and ADD/MUL/SCALE nodes over them.
+struct Graph {
+    std::unique_ptr<Buffer> buf;
+    std::vector<std::unique_ptr<Tensor>> tensors;
+    size_t used = 0;
+
+    explicit Graph(NpuDevice& dev, size_t bytes = 1 << 20) { buf = dev.buffer_type().alloc_buffer(bytes); }
+    Tensor& leaf(std::initializer_list<int64_t> ne) {
+        tensors.push_back(std::make_unique<Tensor>());
+        Tensor& t = *tensors.back();
+        t.set_shape(DType::F32, ne);
+        buf->init_tensor(t, used);
+        used += (t.n_bytes() + 127) / 128 * 128;
+        return t;
+    }
+    Tensor& node(Op op, Tensor& a, Tensor* b) {
+        Tensor& t = leaf({a.ne[0], a.ne[1], a.ne[2], a.ne[3]});
+        t.op = op;
+        t.src[0] = &a;
+        t.src[1] = b;
+        return t;
+    }
+    static void fill(Tensor& t, float base) {
+        std::vector<float> v(static_cast<size_t>(t.n_elements()));
+        for (size_t i = 0; i < v.size(); ++i) v[i] = base + 0.25f * static_cast<float>(i % 97);
+        t.buffer->set_tensor(t, v.data(), 0, v.size() * sizeof(float));
+    }
+    static std::vector<float> read(const Tensor& t) {
+        std::vector<float> v(static_cast<size_t>(t.n_elements()));
+        t.buffer->get_tensor(t, v.data(), 0, v.size() * sizeof(float));
+        return v;
+    }
+};
+
+class NpuSession : public ::testing::TestWithParam<LinkKind> {};
+
+TEST_P(NpuSession, AddMulScaleMatchHostMath) {
+    NpuDevice dev(0, test_config(GetParam()));
+    auto backend = dev.init_backend({});
+    Graph g(dev);
+    Tensor& a = g.leaf({33, 5});
+    Tensor& b = g.leaf({33, 1});  // broadcast over rows
+    Graph::fill(a, 1.0f);
+    Graph::fill(b, -3.0f);
+    Tensor& sum = g.node(Op::ADD, a, &b);
+    Tensor& prod = g.node(Op::MUL, sum, &a);
+    Tensor& scaled = g.node(Op::SCALE, prod, nullptr);
+    scaled.set_op_param_f32(0, 0.5f);
+    scaled.set_op_param_f32(1, 2.0f);
+    backend->graph_compute({&sum, &prod, &scaled});
+    backend->synchronize();
+    const std::vector<float> va = Graph::read(a), vb = Graph::read(b), out = Graph::read(scaled);
+    for (int64_t r = 0; r < 5; ++r)
+        for (int64_t i = 0; i < 33; ++i) {
+            const float x = va[r * 33 + i], y = vb[i];
+            EXPECT_FLOAT_EQ(out[r * 33 + i], (x + y) * x * 0.5f + 2.0f) << r << "," << i;
+        }
+    const auto profile = dev.session().last_profile();
+    ASSERT_EQ(profile.size(), 3u);
+    EXPECT_EQ(profile[1].op, "MUL");
+    for (const OpProfile& p : profile) EXPECT_GE(p.record.stop_ns, p.record.start_ns);
+}
+
+TEST_P(NpuSession, ManySmallBatchesStayInOrder) {
+    Config cfg = test_config(GetParam());
+    cfg.opbatch = 1;  // one op per batch
+    cfg.opqueue = 2;  // two in flight: pushing the third first takes a response
+    NpuDevice dev(0, cfg);
+    auto backend = dev.init_backend({});
+    Graph g(dev);
+    Tensor& x = g.leaf({64});
+    Graph::fill(x, 0.0f);
+    const std::vector<float> start = Graph::read(x);
+    std::vector<Tensor*> nodes;
+    Tensor* cur = &x;
+    for (int i = 0; i < 40; ++i) {  // x + 1 forty times, each step reading the one before
+        Tensor& s = g.node(Op::SCALE, *cur, nullptr);
+        s.set_op_param_f32(0, 1.0f);
+        s.set_op_param_f32(1, 1.0f);
+        nodes.push_back(&s);
+        cur = &s;
+    }
+    backend->graph_compute(nodes);
+    EXPECT_LE(dev.session().last_seq() - dev.session().done_seq(), 2u);
+    backend->synchronize();
+    EXPECT_EQ(dev.session().last_seq(), 40u);
+    EXPECT_EQ(dev.session().done_seq(), 40u);
+    const std::vector<float> out = Graph::read(*cur);
+    for (size_t i = 0; i < out.size(); ++i) EXPECT_EQ(out[i], start[i] + 40.0f);
+}
+
+TEST_P(NpuSession, EventsAreFenceSlots) {
+    NpuDevice dev(0, test_config(GetParam()));
+    auto backend = dev.init_backend({});
+    Graph g(dev);
+    Tensor& x = g.leaf({1000, 10});
+    Graph::fill(x, 2.0f);
+    Tensor& y = g.node(Op::MUL, x, &x);
+    auto ev = dev.new_event();
+    auto ev2 = dev.new_event();
+    backend->graph_compute({&y});
+    backend->event_record(*ev);
+    backend->event_record(*ev2);
+    ev2->synchronize();
+    ev->synchronize();  // recorded earlier: already complete
+    const std::vector<float> vx = Graph::read(x), vy = Graph::read(y);
+    for (size_t i = 0; i < vy.size(); i += 37) EXPECT_EQ(vy[i], vx[i] * vx[i]);
+}
+
+TEST_P(NpuSession, OperandOutsideNpuMemoryIsAnError) {
+    NpuDevice dev(0, test_config(GetParam()));
+    auto backend = dev.init_backend({});
+    Graph g(dev);
+    Tensor host;  // never placed in a buffer
+    host.set_shape(DType::F32, {4});
+    Tensor& y = g.node(Op::ADD, host, &host);
+    EXPECT_THROW(backend->graph_compute({&y}), Error);
+}
+
+struct FaultCase {
+    const char* name;
+    uint32_t fault;
+    const char* status;
+};
+
+class NpuFault : public ::testing::TestWithParam<std::tuple<LinkKind, FaultCase>> {};
+
+TEST_P(NpuFault, EndsInOneCleanError) {
+    const auto [kind, fc] = GetParam();
+    Config cfg = test_config(kind);
+    cfg.fault = fc.fault;
+    cfg.timeout_ms = 300;
+    NpuDevice dev(0, cfg);
+    auto backend = dev.init_backend({});
+    Graph g(dev);
+    Tensor& x = g.leaf({256});
+    Graph::fill(x, 1.0f);
+    Tensor& y = g.node(Op::ADD, x, &x);
+    const auto t0 = std::chrono::steady_clock::now();
+    std::string message;
+    try {
+        backend->graph_compute({&y});
+        backend->synchronize();
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::Device);
+        message = e.what();
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_NE(message.find(fc.status), std::string::npos) << message;
+    EXPECT_NE(message.find("NPU0"), std::string::npos) << message;
+    EXPECT_LT(seconds, 5.0);
+    // The failure is remembered: the next compute fails at once with the same error.
+    try {
+        backend->graph_compute({&y});
+        ADD_FAILURE() << "graph_compute after a failure did not throw";
+    } catch (const Error& e) {
+        EXPECT_EQ(std::string(e.what()), message);
+    }
+    EXPECT_THROW(backend->synchronize(), Error);
+}
+
+std::string link_name(LinkKind k) { return k == LinkKind::InProcess ? "InProcess" : "Process"; }
+
+INSTANTIATE_TEST_SUITE_P(Links, NpuSession, ::testing::Values(LinkKind::InProcess, LinkKind::Process),
+                         [](const auto& info) { return link_name(info.param); });
+
+/// Every fault on both links, except a dying device: only a separate process can die.
+std::vector<std::tuple<LinkKind, FaultCase>> fault_cases() {
+    const FaultCase faults[] = {{"Status", TSL_NPU_FAULT_STATUS, "INJECTED"},
+                                {"Sequence", TSL_NPU_FAULT_SEQ, "PROTOCOL"},
+                                {"Hang", TSL_NPU_FAULT_HANG, "TIMEOUT"},
+                                {"Die", TSL_NPU_FAULT_DIE, "DEVICE_LOST"},
+                                {"BadDescriptor", TSL_NPU_FAULT_BAD_DESC, "BAD_DESC"}};
+    std::vector<std::tuple<LinkKind, FaultCase>> out;
+    for (LinkKind k : {LinkKind::InProcess, LinkKind::Process})
+        for (const FaultCase& f : faults)
+            if (!(f.fault == TSL_NPU_FAULT_DIE && k == LinkKind::InProcess)) out.emplace_back(k, f);
+    return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Links, NpuFault, ::testing::ValuesIn(fault_cases()),
+                         [](const auto& info) { return link_name(std::get<0>(info.param)) + std::get<1>(info.param).name; });
+
+}  // namespace
+}  // namespace tessel::npu
