@@ -6,7 +6,8 @@
 #   2. release build (build/), sanitizer build (build-asan/), libFuzzer build (build-fuzz/, clang)
 #   3. fuzz the GGUF reader for TESSEL_FUZZ_SECONDS (default 60) from tests/fuzz/corpus
 #   4. sanitizer run of the unit, GGUF, test-ops, model and CLI tests
-#   5. ThreadSanitizer build of test_unit only (build-tsan/) and a run of the thread-pool tests
+#   5. ThreadSanitizer build of test_unit and test_npu (build-tsan/): the thread-pool tests and the
+#      in-process NPU link tests
 #   6. aarch64 cross build (build-arm64/, cmake/toolchains/aarch64-linux-gnu.cmake) and its unit,
 #      GGUF and test-ops tests under QEMU user-mode emulation (qemu-aarch64-static -cpu max)
 #   7. the full suite on the release build
@@ -59,10 +60,11 @@ tail -n 12 "$work/fuzz.log"
 phase "sanitizer tests (unit, gguf, ops, model, cli, npu)"
 (cd build-asan && ctest -L 'unit|gguf|ops|model|cli|npu' --output-on-failure -j2)
 
-phase "thread sanitizer: thread-pool tests"
+phase "thread sanitizer: thread-pool tests, in-process NPU link tests"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSEL_TSAN=ON
-cmake --build build-tsan --target test_unit
+cmake --build build-tsan --target test_unit test_npu
 TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/test_unit --gtest_filter='ThreadPool*' --gtest_brief=1
+TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/test_npu --gtest_filter='*InProcess*' --gtest_brief=1
 
 phase "aarch64 cross build + unit tests under QEMU"
 cmake -S . -B build-arm64 -G Ninja -DCMAKE_BUILD_TYPE=Release \

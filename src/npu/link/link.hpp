@@ -13,6 +13,7 @@
 // is outstanding (then the inproc link cancels the device cooperatively and the process link kills
 // its device), and with TSL_NPU_ERR_DEVICE_LOST when the device process has exited. After either,
 // the link is dead: every later call fails with the same status, none blocks.
+// One host thread drives a link (the calls are not safe against each other). Details: docs/npu.md.
 #pragma once
 
 #include <cstdint>
@@ -44,7 +45,7 @@ public:
     virtual ~Link() = default;
     virtual LinkKind kind() const = 0;
 
-    /// The device's report (protocol version included; the session checks it).
+    /// The device's report (protocol version included; the session checks it), read once at open.
     virtual tsl_npu_hwinfo hwinfo() = 0;
     /// Makes `buf` known to the device under buf.fd() (the device maps it). Returns a status.
     virtual int32_t map(const ShmBuffer& buf, uint32_t flags) = 0;
@@ -55,7 +56,8 @@ public:
     /// Returns TSL_NPU_OK, TSL_NPU_ERR_QUEUE_FULL when the ring has no room, or the dead status.
     virtual int32_t submit(const ShmBuffer& queue, const tsl_npu_batch_req& req) = 0;
     /// Waits for the next response (see liveness above). Returns TSL_NPU_OK with *rsp filled, or
-    /// TSL_NPU_ERR_TIMEOUT / TSL_NPU_ERR_DEVICE_LOST / TSL_NPU_ERR_PROTOCOL.
+    /// TSL_NPU_ERR_TIMEOUT / TSL_NPU_ERR_DEVICE_LOST / TSL_NPU_ERR_PROTOCOL (at once when nothing is
+    /// outstanding: no answer could come).
     virtual int32_t receive(tsl_npu_batch_rsp* rsp) = 0;
     /// Number of submitted batches not yet received.
     virtual uint32_t outstanding() const = 0;

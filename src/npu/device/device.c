@@ -1,0 +1,152 @@
+/* The device runtime's entry points (device.h): mappings, hardware report and the batch executor.
+ * Freestanding C11: no libc, no OS headers; the platform supplies mapping, clock and threads. */
+#include "npu/device/device.h"
+
+#include "npu/device/batch.h"
+
+static const char k_device_name[] = "tessel virtual NPU";
+
+int32_t tsl_npu_device_init(tsl_npu_device* d, const tsl_npu_platform* platform, uint64_t vtcm_bytes) {
+    __builtin_memset(d, 0, sizeof *d);
+    d->platform = *platform;
+    d->vtcm_bytes = vtcm_bytes;
+    for (uint32_t i = 0; i < TSL_NPU_DEVICE_MAX_MAPPINGS; ++i) {
+        d->mappings[i].host_fd = -1;
+        d->mappings[i].local_fd = -1;
+    }
+    return TSL_NPU_OK;
+}
+
+void tsl_npu_device_hwinfo(const tsl_npu_device* d, tsl_npu_hwinfo* out) {
+    __builtin_memset(out, 0, sizeof *out);
+    out->proto_version = TSL_NPU_PROTO_VERSION;
+    out->n_threads = d->platform.n_threads;
+    out->vtcm_bytes = d->vtcm_bytes;
+    out->matrix_unit = 0;
+    out->max_bufs = TSL_NPU_DEVICE_MAX_MAPPINGS;
+    _Static_assert(sizeof k_device_name <= sizeof out->name, "device name fits hwinfo.name");
+    __builtin_memcpy(out->name, k_device_name, sizeof k_device_name);
+}
+
+static tsl_npu_mapping* find_mapping(tsl_npu_device* d, int32_t host_fd) {
+    for (uint32_t i = 0; i < TSL_NPU_DEVICE_MAX_MAPPINGS; ++i)
+        if (d->mappings[i].host_fd == host_fd && d->mappings[i].base) return &d->mappings[i];
+    return 0;
+}
+
+int32_t tsl_npu_device_map(tsl_npu_device* d, int32_t host_fd, int32_t local_fd, uint64_t size) {
+    if (host_fd < 0 || size == 0) return TSL_NPU_ERR_BAD_DESC;
+    const tsl_npu_mapping* known = find_mapping(d, host_fd);
+    if (known) return known->size == size ? TSL_NPU_OK : TSL_NPU_ERR_BAD_DESC;
+    tsl_npu_mapping* slot = 0;
+    for (uint32_t i = 0; !slot && i < TSL_NPU_DEVICE_MAX_MAPPINGS; ++i)
+        if (!d->mappings[i].base) slot = &d->mappings[i];
+    if (!slot) return TSL_NPU_ERR_NO_MEMORY;
+    void* base = d->platform.map(d->platform.ctx, local_fd, size);
+    if (!base) return TSL_NPU_ERR_MAP_FAILED;
+    slot->host_fd = host_fd;
+    slot->local_fd = local_fd;
+    slot->size = size;
+    slot->base = (uint8_t*)base;
+    ++d->n_mappings;
+    return TSL_NPU_OK;
+}
+
+static void drop_mapping(tsl_npu_device* d, tsl_npu_mapping* m) {
+    d->platform.unmap(d->platform.ctx, m->base, m->size);
+    m->host_fd = -1;
+    m->local_fd = -1;
+    m->size = 0;
+    m->base = 0;
+    --d->n_mappings;
+}
+
+int32_t tsl_npu_device_unmap(tsl_npu_device* d, int32_t host_fd) {
+    tsl_npu_mapping* m = find_mapping(d, host_fd);
+    if (!m) return TSL_NPU_ERR_NO_MAPPING;
+    drop_mapping(d, m);
+    return TSL_NPU_OK;
+}
+
+uint8_t* tsl_npu_device_mapping(const tsl_npu_device* d, int32_t host_fd, uint64_t* size) {
+    for (uint32_t i = 0; i < TSL_NPU_DEVICE_MAX_MAPPINGS; ++i) {
+        const tsl_npu_mapping* m = &d->mappings[i];
+        if (m->host_fd == host_fd && m->base) {
+            if (size) *size = m->size;
+            return m->base;
+        }
+    }
+    return 0;
+}
+
+void tsl_npu_device_release(tsl_npu_device* d) {
+    for (uint32_t i = 0; i < TSL_NPU_DEVICE_MAX_MAPPINGS; ++i)
+        if (d->mappings[i].base) drop_mapping(d, &d->mappings[i]);
+}
+
+static int cancelled(volatile const uint32_t* cancel) { return cancel && __atomic_load_n(cancel, __ATOMIC_ACQUIRE) != 0; }
+
+static void beat(volatile uint64_t* heartbeat) {
+    if (heartbeat) __atomic_store_n(heartbeat, __atomic_load_n(heartbeat, __ATOMIC_RELAXED) + 1, __ATOMIC_RELEASE);
+}
+
+/* The HANG fault: no progress and no answer until the host cancels (at once without a cancel flag,
+ * which nobody could ever set). */
+static int32_t hang(const tsl_npu_device* d, volatile const uint32_t* cancel) {
+    while (cancel && !cancelled(cancel)) d->platform.idle(d->platform.ctx);
+    return TSL_NPU_ERR_CANCELLED;
+}
+
+/* Runs the ops of a checked batch in order; stops at the first failure or at a cancel. */
+static int32_t run_ops(const tsl_npu_device* d, const tsl_npu_batch* b, tsl_npu_batch_rsp* rsp,
+                       volatile uint64_t* heartbeat, volatile const uint32_t* cancel) {
+    const tsl_npu_platform* p = &d->platform;
+    __builtin_memset(b->profile, 0, (uint64_t)b->n_ops * sizeof(tsl_npu_profile));
+    for (uint32_t i = 0; i < b->n_ops; ++i) {
+        if (cancelled(cancel)) {
+            rsp->err_op = i;
+            return TSL_NPU_ERR_CANCELLED;
+        }
+        tsl_npu_profile* prof = &b->profile[i];
+        prof->start_ns = p->now_ns(p->ctx);
+        const uint64_t cycles0 = p->cycles(p->ctx);
+        tsl_npu_op_ctx c;
+        tsl_npu_batch_resolve(b, p, i, &c);
+        const int32_t status = tsl_npu_op_lookup(b->ops[i].opcode)->run(&c);
+        prof->cycles = p->cycles(p->ctx) - cycles0;
+        prof->stop_ns = p->now_ns(p->ctx);
+        prof->counters[0] = c.bytes;
+        if (status != TSL_NPU_OK) {
+            rsp->err_op = i;
+            return status;
+        }
+        rsp->n_done = i + 1;
+        beat(heartbeat);
+    }
+    return TSL_NPU_OK;
+}
+
+int32_t tsl_npu_device_run(tsl_npu_device* d, uint8_t* block, const tsl_npu_batch_req* req, tsl_npu_batch_rsp* rsp,
+                           volatile uint64_t* heartbeat, volatile const uint32_t* cancel) {
+    __builtin_memset(rsp, 0, sizeof *rsp);
+    rsp->seq = d->fault == TSL_NPU_FAULT_SEQ ? req->seq + 1000u : req->seq;
+    rsp->n_bufs = req->n_bufs;
+    rsp->n_tensors = req->n_tensors;
+    rsp->n_ops = req->n_ops;
+    rsp->err_op = TSL_NPU_BATCH_REFUSED;
+    rsp->start_ns = d->platform.now_ns(d->platform.ctx);
+    int32_t status;
+    if (d->fault == TSL_NPU_FAULT_STATUS) {
+        status = TSL_NPU_ERR_INJECTED;
+    } else if (d->fault == TSL_NPU_FAULT_HANG) {
+        rsp->err_op = 0; /* cancelled before its first op */
+        status = hang(d, cancel);
+    } else {
+        tsl_npu_batch b;
+        status = tsl_npu_batch_check(d, block, req, &b, &rsp->err_op);
+        if (status == TSL_NPU_OK) status = run_ops(d, &b, rsp, heartbeat, cancel);
+    }
+    rsp->status = (uint32_t)status;
+    rsp->stop_ns = d->platform.now_ns(d->platform.ctx);
+    return status;
+}

@@ -1,0 +1,113 @@
+/* Internal to the device runtime: the op table and what an op sees of a batch.
+ *
+ * The executor (device.c) resolves an op's src/dst tensor indices into views of device memory,
+ * calls the op's check before running anything in the batch, then its run. Tensors of the types
+ * ops read (F32, F16, I32) were already checked by the executor: every element lies inside the
+ * tensor's [offset, offset + size) span of its buffer and is aligned to its element size.
+ */
+#ifndef TESSEL_NPU_DEVICE_OPS_H
+#define TESSEL_NPU_DEVICE_OPS_H
+
+#include "npu/device/device.h"
+#include "npu/device/half.h"
+
+/* A tensor of the batch in device memory: ne[0] innermost, nb[i] byte strides, size in bytes. */
+typedef struct tsl_npu_view {
+    uint8_t* data;
+    uint32_t type;
+    int64_t ne[4];
+    uint64_t nb[4];
+    uint64_t size;
+} tsl_npu_view;
+
+/* One op of a batch: its descriptor and its resolved tensors (unused slots have data == NULL). */
+typedef struct tsl_npu_op_ctx {
+    const tsl_npu_platform* platform;
+    const tsl_npu_op_desc* op;
+    tsl_npu_view src[TSL_NPU_MAX_SRC];
+    tsl_npu_view dst[TSL_NPU_MAX_DST];
+    uint64_t bytes; /* set by run: bytes read plus bytes written (profile counter 0) */
+} tsl_npu_op_ctx;
+
+/* An opcode's implementation. check looks at types and shapes only (returns TSL_NPU_OK,
+ * TSL_NPU_ERR_BAD_TYPE or TSL_NPU_ERR_BAD_DESC); run does the work and returns a status. */
+typedef struct tsl_npu_op_kind {
+    uint8_t n_src; /* src[0 .. n_src) must be present */
+    uint8_t n_dst; /* dst[0 .. n_dst) must be present */
+    int32_t (*check)(const tsl_npu_op_ctx* c);
+    int32_t (*run)(tsl_npu_op_ctx* c);
+} tsl_npu_op_kind;
+
+/* The implementation of `opcode`, or NULL when the device has none. */
+const tsl_npu_op_kind* tsl_npu_op_lookup(uint32_t opcode);
+
+/* Bytes of one element of a plain type the ops read (F32, F16, I32), or 0 for any other type. */
+static inline uint32_t tsl_npu_type_bytes(uint32_t type) {
+    switch (type) {
+    case TSL_NPU_TYPE_F32: return 4;
+    case TSL_NPU_TYPE_I32: return 4;
+    case TSL_NPU_TYPE_F16: return 2;
+    default: return 0;
+    }
+}
+
+static inline int tsl_npu_is_float(uint32_t type) { return type == TSL_NPU_TYPE_F32 || type == TSL_NPU_TYPE_F16; }
+
+static inline int64_t tsl_npu_n_elements(const tsl_npu_view* t) { return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]; }
+static inline int64_t tsl_npu_n_rows(const tsl_npu_view* t) { return t->ne[1] * t->ne[2] * t->ne[3]; }
+
+static inline int tsl_npu_same_shape(const tsl_npu_view* a, const tsl_npu_view* b) {
+    return a->ne[0] == b->ne[0] && a->ne[1] == b->ne[1] && a->ne[2] == b->ne[2] && a->ne[3] == b->ne[3];
+}
+
+/* Address of element (i0, i1, i2, i3) of a plain-type view. */
+static inline uint8_t* tsl_npu_elem(const tsl_npu_view* t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+    return t->data + (uint64_t)i0 * t->nb[0] + (uint64_t)i1 * t->nb[1] + (uint64_t)i2 * t->nb[2] +
+           (uint64_t)i3 * t->nb[3];
+}
+
+/* One F32 or F16 element as float, and the reverse (F16 rounds to nearest even). Elements are
+ * aligned to their size (checked by the executor). */
+static inline float tsl_npu_load_float(uint32_t type, const uint8_t* p) {
+    if (type == TSL_NPU_TYPE_F16) return tsl_npu_half_to_float(*(const uint16_t*)p);
+    return *(const float*)p;
+}
+static inline void tsl_npu_store_float(uint32_t type, uint8_t* p, float v) {
+    if (type == TSL_NPU_TYPE_F16)
+        *(uint16_t*)p = tsl_npu_float_to_half(v);
+    else
+        *(float*)p = v;
+}
+
+/* Coordinates of row r (rows numbered in ne order, i1 fastest). */
+static inline void tsl_npu_row_coords(const tsl_npu_view* t, int64_t r, int64_t* i1, int64_t* i2, int64_t* i3) {
+    *i1 = r % t->ne[1];
+    *i2 = r / t->ne[1] % t->ne[2];
+    *i3 = r / (t->ne[1] * t->ne[2]);
+}
+
+/* Worker i's share [*begin, *end) of n items out of n_workers, contiguous and in worker order. */
+static inline void tsl_npu_split(int64_t n, uint32_t i, uint32_t n_workers, int64_t* begin, int64_t* end) {
+    const int64_t per = (n + (int64_t)n_workers - 1) / (int64_t)n_workers;
+    const int64_t b = per * (int64_t)i;
+    *begin = b < n ? b : n;
+    *end = b + per < n ? b + per : n;
+}
+
+/* Work below this many elements runs on the calling thread alone. */
+#define TSL_NPU_PARALLEL_MIN_ELEMENTS 16384
+
+/* Runs fn(arg, i, n) on the platform's workers when `elements` is large enough, else fn(arg, 0, 1). */
+void tsl_npu_ops_parallel(const tsl_npu_op_ctx* c, int64_t elements, tsl_npu_task_fn fn, void* arg);
+
+/* The ops (ops_*.c). */
+int32_t tsl_npu_binary_check(const tsl_npu_op_ctx* c);
+int32_t tsl_npu_binary_run(tsl_npu_op_ctx* c); /* ADD, MUL */
+int32_t tsl_npu_copy_check(const tsl_npu_op_ctx* c);
+int32_t tsl_npu_copy_run(tsl_npu_op_ctx* c);   /* CPY */
+int32_t tsl_npu_scale_check(const tsl_npu_op_ctx* c);
+int32_t tsl_npu_scale_run(tsl_npu_op_ctx* c);  /* SCALE */
+int32_t tsl_npu_fence_check(const tsl_npu_op_ctx* c);
+int32_t tsl_npu_fence_run(tsl_npu_op_ctx* c);  /* FENCE */
+
+#endif /* TESSEL_NPU_DEVICE_OPS_H */

@@ -1,0 +1,65 @@
+/* ADD and MUL: dst = src0 op src1, src1 broadcast in every dimension (src1.ne[i] divides
+ * src0.ne[i]); src0, src1 and dst are F32 or F16 with any strides, dst has src0's shape. Each
+ * element is computed in float and stored in dst's type (F16 rounds to nearest even), as tessel's
+ * reference kernel does (src/cpu/ref/elementwise.cpp). */
+#include "npu/device/ops.h"
+
+int32_t tsl_npu_binary_check(const tsl_npu_op_ctx* c) {
+    const tsl_npu_view* a = &c->src[0];
+    const tsl_npu_view* b = &c->src[1];
+    const tsl_npu_view* d = &c->dst[0];
+    if (!tsl_npu_is_float(a->type) || !tsl_npu_is_float(b->type) || !tsl_npu_is_float(d->type))
+        return TSL_NPU_ERR_BAD_TYPE;
+    if (!tsl_npu_same_shape(a, d)) return TSL_NPU_ERR_BAD_TYPE;
+    for (int i = 0; i < 4; ++i)
+        if (a->ne[i] % b->ne[i] != 0) return TSL_NPU_ERR_BAD_TYPE;
+    return TSL_NPU_OK;
+}
+
+/* One row of all-F32, unit-stride tensors with src1's row as long as dst's. */
+static void add_row_f32(float* d, const float* a, const float* b, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) d[i] = a[i] + b[i];
+}
+static void mul_row_f32(float* d, const float* a, const float* b, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) d[i] = a[i] * b[i];
+}
+
+static void binary_rows(void* arg, uint32_t worker, uint32_t n_workers) {
+    const tsl_npu_op_ctx* c = (const tsl_npu_op_ctx*)arg;
+    const tsl_npu_view* a = &c->src[0];
+    const tsl_npu_view* b = &c->src[1];
+    const tsl_npu_view* d = &c->dst[0];
+    const int mul = c->op->opcode == TSL_NPU_OP_MUL;
+    const int64_t n0 = d->ne[0];
+    const int fast = a->type == TSL_NPU_TYPE_F32 && b->type == TSL_NPU_TYPE_F32 && d->type == TSL_NPU_TYPE_F32 &&
+                     a->nb[0] == 4 && b->nb[0] == 4 && d->nb[0] == 4 && b->ne[0] == n0;
+    int64_t begin, end;
+    tsl_npu_split(tsl_npu_n_rows(d), worker, n_workers, &begin, &end);
+    for (int64_t r = begin; r < end; ++r) {
+        int64_t i1, i2, i3;
+        tsl_npu_row_coords(d, r, &i1, &i2, &i3);
+        const uint8_t* pa = tsl_npu_elem(a, 0, i1, i2, i3);
+        const uint8_t* pb = tsl_npu_elem(b, 0, i1 % b->ne[1], i2 % b->ne[2], i3 % b->ne[3]);
+        uint8_t* pd = tsl_npu_elem(d, 0, i1, i2, i3);
+        if (fast) {
+            if (mul)
+                mul_row_f32((float*)pd, (const float*)pa, (const float*)pb, n0);
+            else
+                add_row_f32((float*)pd, (const float*)pa, (const float*)pb, n0);
+            continue;
+        }
+        for (int64_t i0 = 0; i0 < n0; ++i0) {
+            const float x = tsl_npu_load_float(a->type, pa + (uint64_t)i0 * a->nb[0]);
+            const float y = tsl_npu_load_float(b->type, pb + (uint64_t)(i0 % b->ne[0]) * b->nb[0]);
+            tsl_npu_store_float(d->type, pd + (uint64_t)i0 * d->nb[0], mul ? x * y : x + y);
+        }
+    }
+}
+
+int32_t tsl_npu_binary_run(tsl_npu_op_ctx* c) {
+    const int64_t n = tsl_npu_n_elements(&c->dst[0]);
+    tsl_npu_ops_parallel(c, n, binary_rows, c);
+    c->bytes = (uint64_t)n * (tsl_npu_type_bytes(c->src[0].type) + tsl_npu_type_bytes(c->dst[0].type)) +
+               (uint64_t)tsl_npu_n_elements(&c->src[1]) * tsl_npu_type_bytes(c->src[1].type);
+    return TSL_NPU_OK;
+}

@@ -1,0 +1,33 @@
+/* The op table: opcode -> implementation (ops.h), and the parallel helper ops share. */
+#include "npu/device/ops.h"
+
+static int32_t nop_check(const tsl_npu_op_ctx* c) {
+    (void)c;
+    return TSL_NPU_OK;
+}
+
+static int32_t nop_run(tsl_npu_op_ctx* c) {
+    (void)c;
+    return TSL_NPU_OK;
+}
+
+static const tsl_npu_op_kind k_ops[TSL_NPU_OP_COUNT] = {
+    [TSL_NPU_OP_NOP] = {0, 0, nop_check, nop_run},
+    [TSL_NPU_OP_ADD] = {2, 1, tsl_npu_binary_check, tsl_npu_binary_run},
+    [TSL_NPU_OP_MUL] = {2, 1, tsl_npu_binary_check, tsl_npu_binary_run},
+    [TSL_NPU_OP_CPY] = {1, 1, tsl_npu_copy_check, tsl_npu_copy_run},
+    [TSL_NPU_OP_SCALE] = {1, 1, tsl_npu_scale_check, tsl_npu_scale_run},
+    [TSL_NPU_OP_FENCE] = {0, 1, tsl_npu_fence_check, tsl_npu_fence_run},
+};
+
+const tsl_npu_op_kind* tsl_npu_op_lookup(uint32_t opcode) {
+    return opcode < TSL_NPU_OP_COUNT && k_ops[opcode].run ? &k_ops[opcode] : 0;
+}
+
+void tsl_npu_ops_parallel(const tsl_npu_op_ctx* c, int64_t elements, tsl_npu_task_fn fn, void* arg) {
+    const tsl_npu_platform* p = c->platform;
+    if (elements < TSL_NPU_PARALLEL_MIN_ELEMENTS || p->n_threads <= 1 || !p->parallel)
+        fn(arg, 0, 1);
+    else
+        p->parallel(p->ctx, fn, arg);
+}

@@ -1,0 +1,170 @@
+/* tsl_npu_platform on Linux (platform_posix.h). */
+#define _GNU_SOURCE
+#include "npu/device/platform_posix.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
+
+/* The worker pool: a call publishes fn/arg under a new generation number; every worker runs its
+ * share once per generation and the last one to finish wakes the caller. */
+typedef struct posix_pool {
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    pthread_cond_t done;
+    uint64_t generation;
+    uint32_t pending;
+    int stop;
+    tsl_npu_task_fn fn;
+    void* arg;
+    uint32_t n_threads;
+    uint32_t n_started;
+    pthread_t* threads;
+} posix_pool;
+
+typedef struct posix_worker_start {
+    posix_pool* pool;
+    uint32_t index;
+} posix_worker_start;
+
+static void* posix_map(void* ctx, int32_t fd, uint64_t size) {
+    (void)ctx;
+    if (size == 0 || size > (uint64_t)SIZE_MAX) return NULL;
+    void* p = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static void posix_unmap(void* ctx, void* base, uint64_t size) {
+    (void)ctx;
+    munmap(base, (size_t)size);
+}
+
+static uint64_t posix_now_ns(void* ctx) {
+    (void)ctx;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t posix_cycles(void* ctx) {
+    (void)ctx;
+#if defined(__x86_64__) || defined(__i386__)
+    return __rdtsc();
+#elif defined(__aarch64__)
+    uint64_t v;
+    __asm__ volatile("mrs %0, cntvct_el0" : "=r"(v));
+    return v;
+#else
+    return 0;
+#endif
+}
+
+static void posix_idle(void* ctx) {
+    (void)ctx;
+    const struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+}
+
+static void* posix_worker(void* arg) {
+    posix_worker_start* start = (posix_worker_start*)arg;
+    posix_pool* pool = start->pool;
+    const uint32_t index = start->index;
+    free(start);
+    uint64_t seen = 0;
+    pthread_mutex_lock(&pool->lock);
+    for (;;) {
+        while (!pool->stop && pool->generation == seen) pthread_cond_wait(&pool->wake, &pool->lock);
+        if (pool->stop) break;
+        seen = pool->generation;
+        const tsl_npu_task_fn fn = pool->fn;
+        void* task_arg = pool->arg;
+        pthread_mutex_unlock(&pool->lock);
+        fn(task_arg, index, pool->n_threads);
+        pthread_mutex_lock(&pool->lock);
+        if (--pool->pending == 0) pthread_cond_signal(&pool->done);
+    }
+    pthread_mutex_unlock(&pool->lock);
+    return NULL;
+}
+
+static void posix_parallel(void* ctx, tsl_npu_task_fn fn, void* arg) {
+    posix_pool* pool = (posix_pool*)ctx;
+    if (pool->n_threads <= 1) {
+        fn(arg, 0, 1);
+        return;
+    }
+    pthread_mutex_lock(&pool->lock);
+    pool->fn = fn;
+    pool->arg = arg;
+    pool->pending = pool->n_threads - 1;
+    ++pool->generation;
+    pthread_cond_broadcast(&pool->wake);
+    pthread_mutex_unlock(&pool->lock);
+    fn(arg, 0, pool->n_threads);
+    pthread_mutex_lock(&pool->lock);
+    while (pool->pending != 0) pthread_cond_wait(&pool->done, &pool->lock);
+    pthread_mutex_unlock(&pool->lock);
+}
+
+static void pool_stop(posix_pool* pool) {
+    pthread_mutex_lock(&pool->lock);
+    pool->stop = 1;
+    pthread_cond_broadcast(&pool->wake);
+    pthread_mutex_unlock(&pool->lock);
+    for (uint32_t i = 0; i < pool->n_started; ++i) pthread_join(pool->threads[i], NULL);
+    pthread_cond_destroy(&pool->done);
+    pthread_cond_destroy(&pool->wake);
+    pthread_mutex_destroy(&pool->lock);
+    free(pool->threads);
+    free(pool);
+}
+
+int32_t tsl_npu_posix_platform_create(uint32_t n_threads, tsl_npu_platform* out) {
+    memset(out, 0, sizeof *out);
+    if (n_threads == 0) n_threads = 1;
+    posix_pool* pool = (posix_pool*)calloc(1, sizeof *pool);
+    if (!pool) return TSL_NPU_ERR_NO_MEMORY;
+    pool->n_threads = n_threads;
+    pool->threads = (pthread_t*)calloc(n_threads, sizeof(pthread_t));
+    if (!pool->threads) {
+        free(pool);
+        return TSL_NPU_ERR_NO_MEMORY;
+    }
+    pthread_mutex_init(&pool->lock, NULL);
+    pthread_cond_init(&pool->wake, NULL);
+    pthread_cond_init(&pool->done, NULL);
+    for (uint32_t i = 1; i < n_threads; ++i) {
+        posix_worker_start* start = (posix_worker_start*)malloc(sizeof *start);
+        if (start) {
+            start->pool = pool;
+            start->index = i;
+        }
+        if (!start || pthread_create(&pool->threads[pool->n_started], NULL, posix_worker, start) != 0) {
+            free(start);
+            pool_stop(pool);
+            return TSL_NPU_ERR_NO_MEMORY;
+        }
+        ++pool->n_started;
+    }
+    out->ctx = pool;
+    out->map = posix_map;
+    out->unmap = posix_unmap;
+    out->now_ns = posix_now_ns;
+    out->cycles = posix_cycles;
+    out->parallel = posix_parallel;
+    out->idle = posix_idle;
+    out->n_threads = n_threads;
+    return TSL_NPU_OK;
+}
+
+void tsl_npu_posix_platform_destroy(tsl_npu_platform* p) {
+    if (p->ctx) pool_stop((posix_pool*)p->ctx);
+    memset(p, 0, sizeof *p);
+}

@@ -1,0 +1,27 @@
+/* The device runtime's operating-system services on Linux (host only; not built for a DSP):
+ * buffers mapped with mmap(MAP_SHARED) of their fd, CLOCK_MONOTONIC, the CPU's cycle counter
+ * (rdtsc on x86, cntvct_el0 on aarch64, 0 elsewhere), a 1 ms nanosleep as idle, and a pool of
+ * n_threads - 1 pthreads that join the calling thread in every parallel call. */
+#ifndef TESSEL_NPU_PLATFORM_POSIX_H
+#define TESSEL_NPU_PLATFORM_POSIX_H
+
+#include "npu/device/device.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Fills *out with the services above and starts n_threads - 1 workers (n_threads 0 counts as 1).
+ * Returns TSL_NPU_OK, or TSL_NPU_ERR_NO_MEMORY when memory or a thread cannot be had (then
+ * nothing is left to destroy). */
+int32_t tsl_npu_posix_platform_create(uint32_t n_threads, tsl_npu_platform* out);
+
+/* Stops and joins the workers and frees what create allocated; *p is zeroed. Call once, when no
+ * parallel call is running. */
+void tsl_npu_posix_platform_destroy(tsl_npu_platform* p);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TESSEL_NPU_PLATFORM_POSIX_H */
