@@ -217,5 +217,32 @@ TEST_F(NpuDevice, CancelBeforeStart) {
     EXPECT_EQ(at<float>(8192)[0], 0.0f);
 }
 
+// A clock that raises the host's cancel flag when op 0's profile record is closed (the device
+// reads the clock at batch start, then at each op's start and stop).
+volatile uint32_t* g_cancel_flag = nullptr;
+int g_clock_reads = 0;
+uint64_t clock_that_cancels(void*) {
+    if (++g_clock_reads == 3) __atomic_store_n(g_cancel_flag, 1u, __ATOMIC_RELEASE);
+    return static_cast<uint64_t>(g_clock_reads) * 1000;
+}
+
+TEST_F(NpuDevice, CancelBetweenOps) {
+    const BatchBuilder bb = two_ops(data_, at<float>(0));
+    g_cancel_flag = &cancel_;
+    g_clock_reads = 0;
+    device_->platform.now_ns = clock_that_cancels;
+    EXPECT_EQ(run(bb), TSL_NPU_ERR_CANCELLED);
+    EXPECT_EQ(rsp_.n_done, 1u);
+    EXPECT_EQ(rsp_.err_op, 1u);
+    EXPECT_EQ(heartbeat_, 1u);
+    EXPECT_EQ(at<float>(8192)[0], 3.0f);   // op 0 ran
+    EXPECT_EQ(at<float>(12288)[0], 0.0f);  // op 1 did not
+    const tsl_npu_profile* prof = profile(bb);
+    EXPECT_EQ(prof[0].start_ns, 2000u);
+    EXPECT_EQ(prof[0].stop_ns, 3000u);
+    EXPECT_EQ(prof[1].start_ns, 0u);  // not run: zeroed, not stale
+    EXPECT_EQ(prof[1].counters[0], 0u);
+}
+
 }  // namespace
 }  // namespace tessel::test
