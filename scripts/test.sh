@@ -3,7 +3,8 @@
 #   1. install build dependencies (scripts/install-deps.sh, idempotent) and fetch the pinned
 #      llama-cpp-python sdist into the peer cache (scripts/peer/fetch-sdist.sh, idempotent): the
 #      tokenizer conformance test reads llama.cpp's vocab test files from it
-#   2. release build (build/), sanitizer build (build-asan/), libFuzzer build (build-fuzz/, clang)
+#   2. release build (build/) and a Hexagon compile check of the NPU device runtime
+#      (scripts/check-hexagon.sh), sanitizer build (build-asan/), libFuzzer build (build-fuzz/, clang)
 #   3. fuzz the GGUF reader for TESSEL_FUZZ_SECONDS (default 60) from tests/fuzz/corpus
 #   4. sanitizer run of the unit, GGUF, test-ops, model and CLI tests
 #   5. ThreadSanitizer build of test_unit and test_npu (build-tsan/): the thread-pool tests and the
@@ -32,6 +33,9 @@ bash scripts/peer/fetch-sdist.sh >/dev/null
 phase "release build"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build build
+
+phase "Hexagon compile check of the device runtime"
+bash scripts/check-hexagon.sh
 
 phase "main job smoke run: the default model (fetched once into the cache), greedy"
 build/bin/tessel run --chat -p "What is the capital of France? Answer in one sentence." -n 32 --temp 0

@@ -59,7 +59,7 @@ enum tsl_npu_status {
 /* Opcodes (the device's own numbering; the host maps tessel ops onto them). */
 enum tsl_npu_opcode {
     TSL_NPU_OP_NOP = 0,
-    TSL_NPU_OP_ADD = 1,   /* dst = src0 + src1 (src1 broadcast over rows) */
+    TSL_NPU_OP_ADD = 1,   /* dst = src0 + src1 (src1 broadcast in every dim: src1.ne[i] divides src0.ne[i]) */
     TSL_NPU_OP_MUL = 2,   /* dst = src0 * src1 (broadcast like ADD) */
     TSL_NPU_OP_CPY = 3,   /* dst = src0 converted (F32/F16 each way), element order of ne */
     TSL_NPU_OP_SCALE = 4, /* dst = src0 * params[0] + params[1] (floats stored as bits) */
