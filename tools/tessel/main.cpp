@@ -6,6 +6,7 @@
 #include <cstring>
 #include <algorithm>
 #include <exception>
+#include <filesystem>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -13,6 +14,7 @@
 
 #include "commands.hpp"
 #include "core/cpu_features.hpp"
+#include "npu/host/config.hpp"
 #include "tessel/errors.hpp"
 
 namespace {
@@ -52,6 +54,10 @@ int main(int argc, char** argv) {
     tessel::cli::add_npu_device_command(app);
     try {
         tessel::usable_cpu_features();  // reports a bad TESSEL_CPU_ISA before any command runs
+        tessel::npu::config_from_env();  // and a bad TESSEL_NPU_* value
+        // The NPU's process link starts this binary as `tessel npu-device` (unless TESSEL_NPU_DEVICE_EXE).
+        std::error_code ec;
+        if (const auto self = std::filesystem::read_symlink("/proc/self/exe", ec); !ec) tessel::npu::set_self_executable(self.string());
         app.name("tessel");
         std::vector<std::string> args = rewrite_aliases(argc, argv);
         app.parse(args);

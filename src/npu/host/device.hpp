@@ -38,7 +38,7 @@ public:
     void memory(size_t& free, size_t& total) const override;
     std::unique_ptr<Backend> init_backend(const BackendParams& params) override;
     BufferType& buffer_type() override { return device_buft_; }
-    /// ADD, MUL, SCALE (F32) and CPY/CONT/DUP (F32/F16), minus ops whose name matches
+    /// ADD, MUL, SCALE and CPY/CONT/DUP over F32 and F16, minus ops whose name matches
     /// TESSEL_NPU_OPFILTER.
     bool supports_op(const Tensor& t) const override;
     bool supports_buft(const BufferType& bt) const override { return &bt == &device_buft_ || &bt == &host_buft_; }

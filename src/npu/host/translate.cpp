@@ -36,9 +36,9 @@ bool device_supports(const Tensor& t) {
     switch (t.op) {
     case Op::ADD:
     case Op::MUL:
-        return a && b && a->type == DType::F32 && b->type == DType::F32 && t.type == DType::F32 && same_shape(t, *a) &&
+        return a && b && float_type(a->type) && float_type(b->type) && float_type(t.type) && same_shape(t, *a) &&
                broadcasts(*a, *b);
-    case Op::SCALE: return a && a->type == DType::F32 && t.type == DType::F32 && same_shape(t, *a);
+    case Op::SCALE: return a && float_type(a->type) && float_type(t.type) && same_shape(t, *a);
     case Op::CPY:
     case Op::CONT:
     case Op::DUP: return a && float_type(a->type) && float_type(t.type) && a->n_elements() == t.n_elements();
