@@ -38,7 +38,7 @@ private:
 };
 
 int refuse(const char* what) {
-    std::fprintf(stderr, "tessel npu-device: %s\n", what);
+    std::fprintf(stderr, "tessel: error: npu-device: %s\n", what);
     return 1;
 }
 
