@@ -22,7 +22,7 @@ bool flag(uint32_t& word) {
 }
 
 tsl_npu_batch_rsp run_batch(tsl_npu_device& device, ControlPage& control, const RequestEntry& entry,
-                            std::timed_mutex& device_mutex) {
+                            std::mutex& device_mutex) {
     const tsl_npu_batch_req& req = entry.req;
     tsl_npu_batch_rsp rsp{};
     rsp.seq = req.seq;
@@ -30,7 +30,7 @@ tsl_npu_batch_rsp run_batch(tsl_npu_device& device, ControlPage& control, const 
     rsp.n_tensors = req.n_tensors;
     rsp.n_ops = req.n_ops;
     rsp.err_op = 0xffffffffu;
-    std::lock_guard<std::timed_mutex> lock(device_mutex);
+    std::lock_guard<std::mutex> lock(device_mutex);
     uint64_t size = 0;
     uint8_t* base = tsl_npu_device_mapping(&device, entry.queue_fd, &size);
     if (base == nullptr) {
@@ -60,7 +60,7 @@ HostedDevice::~HostedDevice() {
     tsl_npu_posix_platform_destroy(&platform_);
 }
 
-void run_device_loop(tsl_npu_device& device, const Region& region, std::timed_mutex& device_mutex, bool poll,
+void run_device_loop(tsl_npu_device& device, const Region& region, std::mutex& device_mutex, bool poll,
                      DieAction die) {
     ControlPage& control = *region.control;
     Ring requests = region.requests;

@@ -26,12 +26,12 @@ public:
     HostedDevice& operator=(const HostedDevice&) = delete;
 
     tsl_npu_device& device() { return *device_; }
-    std::timed_mutex& mutex() { return mutex_; }
+    std::mutex& mutex() { return mutex_; }
 
 private:
     tsl_npu_platform platform_{};
     std::unique_ptr<tsl_npu_device> device_;
-    std::timed_mutex mutex_;
+    std::mutex mutex_;
 };
 
 /// What the loop does for TSL_NPU_FAULT_DIE after running its first batch, instead of answering.
@@ -45,7 +45,7 @@ enum class DieAction {
 /// device's map/unmap calls take it too: device.h allows one caller at a time). poll: spin on the
 /// request ring instead of sleeping. A request whose queue fd is not mapped on the device is
 /// answered TSL_NPU_ERR_NO_MAPPING; one whose block lies outside that mapping TSL_NPU_ERR_BAD_BATCH.
-void run_device_loop(tsl_npu_device& device, const Region& region, std::timed_mutex& device_mutex, bool poll,
+void run_device_loop(tsl_npu_device& device, const Region& region, std::mutex& device_mutex, bool poll,
                      DieAction die);
 
 }  // namespace tessel::npu

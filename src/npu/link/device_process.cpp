@@ -38,7 +38,7 @@ private:
 };
 
 int refuse(const char* what) {
-    std::fprintf(stderr, "tessel npu-device: %s\n", what);
+    std::fprintf(stderr, "tessel: error: npu-device: %s\n", what);
     return 1;
 }
 
@@ -54,7 +54,7 @@ void serve_control(int sock, HostedDevice& hosted) {
         answer.status = TSL_NPU_OK;
         const auto op = static_cast<ControlOp>(msg.op);
         if (op == ControlOp::Map) {
-            std::lock_guard<std::timed_mutex> lock(hosted.mutex());
+            std::lock_guard<std::mutex> lock(hosted.mutex());
             answer.status = fd < 0 ? TSL_NPU_ERR_MAP_FAILED
                                    : tsl_npu_device_map(&hosted.device(), msg.host_fd, fd, msg.size);
             if (answer.status == TSL_NPU_OK && local_fds.count(msg.host_fd) == 0) {
@@ -62,7 +62,7 @@ void serve_control(int sock, HostedDevice& hosted) {
                 fd = -1;
             }
         } else if (op == ControlOp::Unmap) {
-            std::lock_guard<std::timed_mutex> lock(hosted.mutex());
+            std::lock_guard<std::mutex> lock(hosted.mutex());
             answer.status = tsl_npu_device_unmap(&hosted.device(), msg.host_fd);
             if (auto it = local_fds.find(msg.host_fd); it != local_fds.end()) {
                 close(it->second);

@@ -40,13 +40,17 @@ public:
 
 private:
     // Runs fn under the device mutex, which a running batch holds: waits for it while the device
-    // makes progress.
+    // makes progress. (try_lock and short sleeps, not a timed mutex: ThreadSanitizer does not know
+    // the pthread_mutex_clocklock that std::timed_mutex::try_lock_for uses.)
     template <typename Fn>
     int32_t with_device(Fn fn) {
         if (dead_ != TSL_NPU_OK) return dead_;
-        std::unique_lock<std::timed_mutex> lock(device_.mutex(), std::defer_lock);
-        const auto slice = std::chrono::microseconds(slice_us());
-        const int32_t status = watch([&] { return lock.try_lock_for(slice) ? Attempt::Ready : Attempt::NotYet; });
+        std::unique_lock<std::mutex> lock(device_.mutex(), std::defer_lock);
+        const int32_t status = watch([&] {
+            if (lock.try_lock()) return Attempt::Ready;
+            std::this_thread::sleep_for(std::chrono::microseconds(200));
+            return lock.try_lock() ? Attempt::Ready : Attempt::NotYet;
+        });
         if (status != TSL_NPU_OK) return status;
         return fn(device_.device());
     }
