@@ -65,9 +65,25 @@ public:
 
     /// Computes `nodes` in order (all their data already placed in buffers this device reads).
     /// May return before the work finishes; call synchronize() before reading results.
-    virtual void graph_compute(const std::vector<Tensor*>& nodes) = 0;
+    /// `graph_uid` != 0 promises that every call with this uid passes the same nodes, placed at
+    /// the same addresses with the same parameters (the scheduler gives each split of an
+    /// allocation its own uid), so a backend may reuse its translation; 0 = no such promise.
+    virtual void graph_compute(const std::vector<Tensor*>& nodes, uint64_t graph_uid = 0) = 0;
     /// Waits for all work queued on this stream.
     virtual void synchronize() = 0;
+    /// Copies `size` bytes from `src` into t's data at byte `offset`, ordered after the work queued
+    /// on this stream so far; `src` may be reused once this returns. Throws like Buffer::set_tensor.
+    /// Default: waits for the stream, then copies.
+    virtual void set_tensor_async(Tensor& t, const void* src, size_t offset, size_t size) {
+        synchronize();
+        t.buffer->set_tensor(t, src, offset, size);
+    }
+    /// Copies `size` bytes of t's data at byte `offset` into `dst` once the work queued before it
+    /// is done; `dst` holds them after the next synchronize(). Default: waits, then copies.
+    virtual void get_tensor_async(const Tensor& t, void* dst, size_t offset, size_t size) {
+        synchronize();
+        t.buffer->get_tensor(t, dst, offset, size);
+    }
     /// Reorders `nodes` for speed without changing any result (default: keeps the order).
     virtual void graph_optimize(std::vector<Tensor*>& nodes) { (void)nodes; }
     /// Name of the kernel this backend runs (or last ran) for node t, e.g. "ref" or

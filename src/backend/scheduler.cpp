@@ -1,5 +1,6 @@
 #include "backend/scheduler.hpp"
 
+#include <atomic>
 #include <string>
 
 #include "graph/allocator.hpp"
@@ -187,6 +188,8 @@ void Scheduler::allocate(Graph& g) {
             }
     }
     for (size_t i = 0; i < splits_.size(); ++i) events_.push_back(splits_[i].backend->device().new_event());
+    static std::atomic<uint64_t> next_uid{1};
+    for (Split& s : splits_) s.uid = next_uid++;
 }
 
 void Scheduler::compute() {
@@ -201,7 +204,7 @@ void Scheduler::compute() {
             src->buffer->get_tensor(*src, staging.data(), 0, n);
             copy->buffer->set_tensor(*copy, staging.data(), 0, n);
         }
-        s.backend->graph_compute(s.nodes);
+        s.backend->graph_compute(s.nodes, s.uid);
         s.backend->event_record(*events_[i]);
     }
     for (Backend* b : backends_) b->synchronize();

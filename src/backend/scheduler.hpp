@@ -45,6 +45,7 @@ public:
         Backend* backend;
         std::vector<Tensor*> nodes;
         std::vector<std::pair<Tensor*, Tensor*>> copies;  ///< (source elsewhere, local copy)
+        uint64_t uid = 0;  ///< process-unique per split of an allocation (Backend::graph_compute)
     };
     const std::vector<Split>& splits() const { return splits_; }
     /// The backend node t was assigned to (nullptr for tensors outside the graph).

@@ -54,7 +54,7 @@ class CpuBackend final : public Backend {
 public:
     CpuBackend(CpuDevice& dev, int n_threads) : dev_(dev), pool_(n_threads) {}
     Device& device() override { return dev_; }
-    void graph_compute(const std::vector<Tensor*>& nodes) override {
+    void graph_compute(const std::vector<Tensor*>& nodes, uint64_t /*graph_uid: nothing cached*/ = 0) override {
         const CpuFeatures& features = usable_cpu_features();
         for (Tensor* node : nodes) {
             if (op_is_view(node->op)) continue;

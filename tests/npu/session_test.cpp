@@ -119,6 +119,66 @@ TEST_P(NpuSession, ManySmallBatchesStayInOrder) {
     for (size_t i = 0; i < out.size(); ++i) EXPECT_EQ(out[i], start[i] + 40.0f);
 }
 
+TEST_P(NpuSession, RepeatedGraphUidReusesTheTranslation) {
+    NpuDevice dev(0, test_config(GetParam()));
+    auto backend = dev.init_backend({});
+    auto& npu = static_cast<NpuBackend&>(*backend);
+    Graph g(dev);
+    Tensor& x = g.leaf({50, 4});
+    Tensor& sq = g.node(Op::MUL, x, &x);
+    Tensor& y = g.node(Op::ADD, sq, &x);
+    auto check = [&] {
+        const std::vector<float> vx = Graph::read(x), vy = Graph::read(y);
+        for (size_t i = 0; i < vy.size(); ++i) EXPECT_EQ(vy[i], vx[i] * vx[i] + vx[i]) << i;
+    };
+    Graph::fill(x, 1.0f);
+    backend->graph_compute({&sq, &y}, 42);
+    backend->synchronize();
+    check();
+    EXPECT_EQ(npu.cache_hits(), 0u);
+    Graph::fill(x, -5.0f);  // new inputs, same graph: the cached batches read them
+    backend->graph_compute({&sq, &y}, 42);
+    backend->synchronize();
+    check();
+    EXPECT_EQ(npu.cache_hits(), 1u);
+    backend->graph_compute({&sq, &y}, 43);  // another uid is translated
+    backend->synchronize();
+    EXPECT_EQ(npu.cache_hits(), 1u);
+    EXPECT_EQ(dev.session().done_seq(), 3u);
+}
+
+TEST_P(NpuSession, AsyncSetAndGetAreStreamOrdered) {
+    NpuDevice dev(0, test_config(GetParam()));
+    auto backend = dev.init_backend({});
+    Graph g(dev, 8 << 20);
+    Tensor& x = g.leaf({700, 500});  // 1.4 MB: more than the first staging buffer (1 MiB), which grows
+    Tensor& sq = g.node(Op::MUL, x, &x);
+    Tensor& twice = g.node(Op::ADD, x, &x);
+    const size_t n = static_cast<size_t>(x.n_elements());
+    std::vector<float> old_x(n), new_x(n);
+    for (size_t i = 0; i < n; ++i) {
+        old_x[i] = 0.5f * static_cast<float>(i % 101) - 7.0f;
+        new_x[i] = 3.0f - 0.25f * static_cast<float>(i % 53);
+    }
+    // sq reads the old x, twice the new one: the set is queued between them.
+    backend->set_tensor_async(x, old_x.data(), 0, n * sizeof(float));
+    backend->graph_compute({&sq});
+    backend->set_tensor_async(x, new_x.data(), 0, n * sizeof(float));
+    backend->graph_compute({&twice});
+    std::vector<float> got_sq(n), got_twice(n), got_tail(10);
+    backend->get_tensor_async(sq, got_sq.data(), 0, n * sizeof(float));
+    backend->get_tensor_async(twice, got_twice.data(), 0, n * sizeof(float));
+    backend->get_tensor_async(twice, got_tail.data(), (n - 10) * sizeof(float), 10 * sizeof(float));
+    backend->synchronize();
+    for (size_t i = 0; i < n; ++i) {
+        ASSERT_EQ(got_sq[i], old_x[i] * old_x[i]) << i;
+        ASSERT_EQ(got_twice[i], new_x[i] + new_x[i]) << i;
+    }
+    for (size_t i = 0; i < 10; ++i) EXPECT_EQ(got_tail[i], got_twice[n - 10 + i]);
+    EXPECT_THROW(backend->set_tensor_async(x, new_x.data(), 4, n * sizeof(float)), Error);
+    EXPECT_THROW(backend->get_tensor_async(x, got_sq.data(), 0, n * sizeof(float) + 1), Error);
+}
+
 TEST_P(NpuSession, EventsAreFenceSlots) {
     NpuDevice dev(0, test_config(GetParam()));
     auto backend = dev.init_backend({});

@@ -56,7 +56,7 @@ class FakeBackend final : public Backend {
 public:
     explicit FakeBackend(FakeDevice& d) : dev_(d), pool_(1) {}
     Device& device() override;
-    void graph_compute(const std::vector<Tensor*>& nodes) override;
+    void graph_compute(const std::vector<Tensor*>& nodes, uint64_t graph_uid = 0) override;
     void synchronize() override {}
     void event_record(Event&) override { ++events_recorded; }
     void event_wait(Event& e) override { e.synchronize(); }
@@ -88,7 +88,7 @@ private:
 
 Device& FakeBackend::device() { return dev_; }
 
-void FakeBackend::graph_compute(const std::vector<Tensor*>& nodes) {
+void FakeBackend::graph_compute(const std::vector<Tensor*>& nodes, uint64_t) {
     for (Tensor* n : nodes) {
         if (op_is_view(n->op)) continue;
         // The fake device must only ever be handed what it claims, with data in its own memory.

@@ -105,6 +105,8 @@ int32_t tsl_npu_binary_check(const tsl_npu_op_ctx* c);
 int32_t tsl_npu_binary_run(tsl_npu_op_ctx* c); /* ADD, MUL */
 int32_t tsl_npu_copy_check(const tsl_npu_op_ctx* c);
 int32_t tsl_npu_copy_run(tsl_npu_op_ctx* c);   /* CPY */
+int32_t tsl_npu_memcpy_check(const tsl_npu_op_ctx* c);
+int32_t tsl_npu_memcpy_run(tsl_npu_op_ctx* c); /* MEMCPY */
 int32_t tsl_npu_scale_check(const tsl_npu_op_ctx* c);
 int32_t tsl_npu_scale_run(tsl_npu_op_ctx* c);  /* SCALE */
 int32_t tsl_npu_fence_check(const tsl_npu_op_ctx* c);

@@ -62,3 +62,31 @@ int32_t tsl_npu_copy_run(tsl_npu_op_ctx* c) {
     c->bytes = (uint64_t)n * (tsl_npu_type_bytes(c->src[0].type) + tsl_npu_type_bytes(c->dst[0].type));
     return TSL_NPU_OK;
 }
+
+/* MEMCPY: the bytes of src0 into dst0, both `size` bytes (the host's asynchronous set/get of a
+ * tensor through a staging buffer). Spans were checked against their buffers with the batch. */
+int32_t tsl_npu_memcpy_check(const tsl_npu_op_ctx* c) {
+    return c->src[0].size == c->dst[0].size ? TSL_NPU_OK : TSL_NPU_ERR_BAD_TYPE;
+}
+
+#define TSL_NPU_MEMCPY_CHUNK 65536u
+
+static void memcpy_chunks(void* arg, uint32_t worker, uint32_t n_workers) {
+    const tsl_npu_op_ctx* c = (const tsl_npu_op_ctx*)arg;
+    const uint64_t size = c->src[0].size;
+    const int64_t chunks = (int64_t)((size + TSL_NPU_MEMCPY_CHUNK - 1) / TSL_NPU_MEMCPY_CHUNK);
+    int64_t begin, end;
+    tsl_npu_split(chunks, worker, n_workers, &begin, &end);
+    for (int64_t k = begin; k < end; ++k) {
+        const uint64_t at = (uint64_t)k * TSL_NPU_MEMCPY_CHUNK;
+        const uint64_t n = size - at < TSL_NPU_MEMCPY_CHUNK ? size - at : TSL_NPU_MEMCPY_CHUNK;
+        __builtin_memcpy(c->dst[0].data + at, c->src[0].data + at, (size_t)n);
+    }
+}
+
+int32_t tsl_npu_memcpy_run(tsl_npu_op_ctx* c) {
+    /* counted in 4-byte units for the parallel threshold */
+    tsl_npu_ops_parallel(c, (int64_t)(c->src[0].size / 4), memcpy_chunks, c);
+    c->bytes = 2 * c->src[0].size;
+    return TSL_NPU_OK;
+}

@@ -18,6 +18,7 @@ static const tsl_npu_op_kind k_ops[TSL_NPU_OP_COUNT] = {
     [TSL_NPU_OP_CPY] = {1, 1, tsl_npu_copy_check, tsl_npu_copy_run},
     [TSL_NPU_OP_SCALE] = {1, 1, tsl_npu_scale_check, tsl_npu_scale_run},
     [TSL_NPU_OP_FENCE] = {0, 1, tsl_npu_fence_check, tsl_npu_fence_run},
+    [TSL_NPU_OP_MEMCPY] = {1, 1, tsl_npu_memcpy_check, tsl_npu_memcpy_run},
 };
 
 const tsl_npu_op_kind* tsl_npu_op_lookup(uint32_t opcode) {

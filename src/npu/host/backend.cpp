@@ -1,9 +1,12 @@
 #include "npu/host/backend.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 #include "npu/host/device.hpp"
 #include "npu/host/session.hpp"
+#include "npu/host/buffer.hpp"
 #include "npu/host/translate.hpp"
 #include "tessel/errors.hpp"
 
@@ -26,6 +29,7 @@ std::string NpuBackend::kernel_name(const Tensor& t) const { return std::string(
 
 void NpuBackend::flush() {
     if (batch_.empty()) return;
+    if (recording_) recording_->push_back(batch_);
     try {
         session_.submit(batch_);
     } catch (...) {
@@ -35,25 +39,124 @@ void NpuBackend::flush() {
     batch_.reset();
 }
 
-void NpuBackend::graph_compute(const std::vector<Tensor*>& nodes) {
+void NpuBackend::graph_compute(const std::vector<Tensor*>& nodes, uint64_t graph_uid) {
     session_.check();
-    const int verbose = session_.config().verbose;
-    for (Tensor* node : nodes) {
-        if (is_no_op(*node)) continue;
-        const DeviceOp op = translate(*node);
-        std::vector<Operand> all = op.srcs;
-        all.insert(all.end(), op.dsts.begin(), op.dsts.end());
-        if (!batch_.fit(all)) flush();
-        const uint32_t idx = batch_.add(op.opcode, op_name(node->op), op.srcs, op.dsts, node->op_params.data());
-        if (verbose)
-            std::fprintf(stderr, "npu: %s op %u %s %s\n", session_.name().c_str(), idx, op_name(node->op), describe(*node).c_str());
+    flush();  // nothing of an earlier call may join a cached graph's batches
+    if (graph_uid != 0) {
+        for (auto it = cache_.begin(); it != cache_.end(); ++it) {
+            if (it->uid != graph_uid) continue;
+            for (const OpBatch& b : it->batches) session_.submit(b);
+            ++cache_hits_;
+            if (session_.config().verbose)
+                std::fprintf(stderr, "npu: %s graph %llu from the translation cache (%zu batches)\n", session_.name().c_str(),
+                             static_cast<unsigned long long>(graph_uid), it->batches.size());
+            return;
+        }
     }
-    flush();
+    CachedGraph entry{graph_uid, {}};
+    recording_ = graph_uid != 0 ? &entry.batches : nullptr;
+    try {
+        const int verbose = session_.config().verbose;
+        for (Tensor* node : nodes) {
+            if (is_no_op(*node)) continue;
+            const DeviceOp op = translate(*node);
+            std::vector<Operand> all = op.srcs;
+            all.insert(all.end(), op.dsts.begin(), op.dsts.end());
+            if (!batch_.fit(all)) flush();
+            const uint32_t idx = batch_.add(op.opcode, op_name(node->op), op.srcs, op.dsts, node->op_params.data());
+            if (verbose)
+                std::fprintf(stderr, "npu: %s op %u %s %s\n", session_.name().c_str(), idx, op_name(node->op), describe(*node).c_str());
+        }
+        flush();
+    } catch (...) {
+        recording_ = nullptr;
+        batch_.reset();
+        throw;
+    }
+    recording_ = nullptr;
+    if (graph_uid == 0) return;
+    cache_.push_front(std::move(entry));
+    if (cache_.size() > kCachedGraphs) cache_.pop_back();
+}
+
+NpuBackend::~NpuBackend() {
+    if (staging_) session_.unmap(*staging_);
 }
 
 void NpuBackend::synchronize() {
     flush();
     session_.synchronize();
+    for (const PendingRead& r : reads_) std::memcpy(r.dst, staging_->data() + r.staged, r.size);
+    reads_.clear();
+    staging_used_ = 0;
+}
+
+uint64_t NpuBackend::stage(size_t size) {
+    const uint64_t aligned = (size + 127) / 128 * 128;
+    if (staging_ && staging_used_ + aligned <= staging_->size()) {
+        staging_used_ += aligned;
+        return staging_used_ - aligned;
+    }
+    synchronize();  // every earlier staged copy is complete: the staging buffer is free
+    if (!staging_ || aligned > staging_->size()) {
+        const size_t want = std::max<size_t>(aligned, staging_ ? 2 * staging_->size() : size_t{1} << 20);
+        if (staging_) session_.unmap(*staging_);
+        staging_.reset();
+        auto fresh = std::make_unique<ShmBuffer>(session_.name() + "-staging", want);
+        session_.map(*fresh, TSL_NPU_BUF_HOST);
+        staging_ = std::move(fresh);
+    }
+    staging_used_ = aligned;
+    return 0;
+}
+
+void NpuBackend::queue_memcpy(const Tensor& t, size_t offset, size_t size, uint64_t staged, bool to_tensor) {
+    // Both spans as 1-D I8 tensors of `size` bytes.
+    Tensor span_t, span_s;
+    span_t.set_shape(DType::I8, {static_cast<int64_t>(size)});
+    span_s.set_shape(DType::I8, {static_cast<int64_t>(size)});
+    Operand ot = operand(t);
+    ot.tensor = &span_t;
+    ot.offset += offset;
+    ot.size = size;
+    Operand os;
+    os.tensor = &span_s;
+    os.buffer = staging_.get();
+    os.buffer_flags = TSL_NPU_BUF_HOST;
+    os.offset = staged;
+    os.size = size;
+    const Operand& from = to_tensor ? os : ot;
+    const Operand& to = to_tensor ? ot : os;
+    flush();
+    batch_.add(TSL_NPU_OP_MEMCPY, to_tensor ? "SET_TENSOR" : "GET_TENSOR", {from}, {to}, nullptr);
+    flush();
+}
+
+static void check_span(const Tensor& t, size_t offset, size_t size, const char* what) {
+    if (offset > t.n_bytes() || size > t.n_bytes() - offset)
+        throw Error(ErrorCode::InvalidArgument, std::string(what) + ": bytes [" + std::to_string(offset) + ", " +
+                                                    std::to_string(offset + size) + ") outside " + describe(t) + " (" +
+                                                    std::to_string(t.n_bytes()) + " bytes)");
+}
+
+void NpuBackend::set_tensor_async(Tensor& t, const void* src, size_t offset, size_t size) {
+    if (!npu_buffer_of(t)) return Backend::set_tensor_async(t, src, offset, size);
+    check_span(t, offset, size, "set_tensor_async");
+    if (size == 0) return;
+    session_.check();
+    const uint64_t staged = stage(size);
+    std::memcpy(staging_->data() + staged, src, size);
+    queue_memcpy(t, offset, size, staged, true);
+}
+
+void NpuBackend::get_tensor_async(const Tensor& t, void* dst, size_t offset, size_t size) {
+    if (!npu_buffer_of(t)) return Backend::get_tensor_async(t, dst, offset, size);
+    check_span(t, offset, size, "get_tensor_async");
+    if (size == 0) return;
+    session_.check();
+    const uint64_t staged = stage(size);
+    queue_memcpy(t, offset, size, staged, false);
+    reads_.push_back({staged, dst, size});
 }
 
 void NpuBackend::event_record(Event& e) {

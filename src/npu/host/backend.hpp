@@ -2,9 +2,13 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
 
 #include "backend/backend.hpp"
 #include "npu/host/opbatch.hpp"
+#include "npu/link/shm.hpp"
 
 namespace tessel::npu {
 
@@ -29,23 +33,58 @@ class NpuBackend final : public Backend {
 public:
     NpuBackend(NpuDevice& device, Session& session);
     Device& device() override;
-    /// Translates and queues `nodes` (views and leaves skipped); returns without waiting.
-    /// Throws tessel::Error(Device) when the session has failed, Error(Unsupported) for a node
-    /// the device does not implement, Error(InvalidArgument) for an operand outside NPU memory.
-    void graph_compute(const std::vector<Tensor*>& nodes) override;
-    /// Waits for every queued batch; throws the device's error as tessel::Error(Device).
+    /// Translates and queues `nodes` (views and leaves skipped); returns without waiting. With a
+    /// graph_uid seen among the last kCachedGraphs calls, sends that call's batches again instead
+    /// of translating. Throws tessel::Error(Device) when the session has failed,
+    /// Error(Unsupported) for a node the device does not implement, Error(InvalidArgument) for an
+    /// operand outside NPU memory.
+    void graph_compute(const std::vector<Tensor*>& nodes, uint64_t graph_uid = 0) override;
+    ~NpuBackend() override;
+    /// Waits for every queued batch, then completes pending get_tensor_async copies; throws the
+    /// device's error as tessel::Error(Device).
     void synchronize() override;
+    /// For a tensor in NPU memory: copies `src` into a staging buffer now and queues a MEMCPY op
+    /// into t (stream order). Throws tessel::Error(InvalidArgument) when the range exceeds t.
+    void set_tensor_async(Tensor& t, const void* src, size_t offset, size_t size) override;
+    /// For a tensor in NPU memory: queues a MEMCPY op from t into a staging buffer; the bytes reach
+    /// `dst` in synchronize(). Throws like set_tensor_async.
+    void get_tensor_async(const Tensor& t, void* dst, size_t offset, size_t size) override;
     std::string kernel_name(const Tensor& t) const override;
     void event_record(Event& e) override;
     /// Waits on the host for e, then continues (the NPU stream has nothing queued in between).
     void event_wait(Event& e) override { e.synchronize(); }
 
+    /// Calls of graph_compute served from the translation cache.
+    uint64_t cache_hits() const { return cache_hits_; }
+    static constexpr size_t kCachedGraphs = 8;
+
 private:
     void flush();
+    /// Reserves `size` bytes of the staging buffer (growing it after a synchronize when full);
+    /// returns their offset.
+    uint64_t stage(size_t size);
+    /// Queues a MEMCPY of `size` bytes between a span of t and staging offset `staged`.
+    void queue_memcpy(const Tensor& t, size_t offset, size_t size, uint64_t staged, bool to_tensor);
+
+    struct CachedGraph {
+        uint64_t uid;
+        std::vector<OpBatch> batches;
+    };
 
     NpuDevice& device_;
     Session& session_;
     OpBatch batch_;
+    std::deque<CachedGraph> cache_;  // most recent first
+    std::vector<OpBatch>* recording_ = nullptr;
+    uint64_t cache_hits_ = 0;
+    std::unique_ptr<ShmBuffer> staging_;
+    uint64_t staging_used_ = 0;
+    struct PendingRead {
+        uint64_t staged;
+        void* dst;
+        size_t size;
+    };
+    std::vector<PendingRead> reads_;
 };
 
 }  // namespace tessel::npu

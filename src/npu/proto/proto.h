@@ -64,6 +64,7 @@ enum tsl_npu_opcode {
     TSL_NPU_OP_CPY = 3,   /* dst = src0 converted (F32/F16 each way), element order of ne */
     TSL_NPU_OP_SCALE = 4, /* dst = src0 * params[0] + params[1] (floats stored as bits) */
     TSL_NPU_OP_FENCE = 5, /* writes the u64 in params[0..1] to fence slot params[2] of buffer dst0 */
+    TSL_NPU_OP_MEMCPY = 6, /* copies the bytes of src0 to dst0 (equal `size`; types ignored) */
     TSL_NPU_OP_COUNT
 };
 
