@@ -13,7 +13,7 @@ void add_npu_device_command(CLI::App& app) {
     cmd->group("");  // hidden from --help: only the host runtime starts it
     auto socket_fd = std::make_shared<int>(-1);
     cmd->add_option("--socket", *socket_fd, "the Unix socket inherited from the host")->required()->check(
-        CLI::NonNegativeNumber);
+        CLI::Range(0, 1 << 20).description("a file descriptor number"));
     cmd->callback([socket_fd] {
         const int rc = npu::device_process_main(*socket_fd);
         if (rc != 0) std::exit(rc);

@@ -219,8 +219,8 @@ uint32_t case_seed(uint32_t seed, size_t index);
 
 /// Runs test mode; returns the number of failed cases.
 int run_tests(const Options& opt);
-/// Runs perf mode (a table on stdout).
-void run_perf(const Options& opt);
+/// Runs perf mode (a table on stdout); returns the number of cases that ended in an error.
+int run_perf(const Options& opt);
 /// Runs support mode (a table on stdout).
 void run_support(const Options& opt);
 

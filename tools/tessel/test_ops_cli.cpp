@@ -115,7 +115,12 @@ void add_test_ops_command(CLI::App& app) {
                     throw Error(ErrorCode::InvalidArgument, "test-ops: " + std::to_string(failed) + " case(s) failed");
                 break;
             }
-            case test_ops::Mode::Perf: test_ops::run_perf(opt); break;
+            case test_ops::Mode::Perf: {
+                const int errors = test_ops::run_perf(opt);
+                if (errors > 0)
+                    throw Error(ErrorCode::InvalidArgument, "test-ops perf: " + std::to_string(errors) + " case(s) ended in an error");
+                break;
+            }
             case test_ops::Mode::Support: test_ops::run_support(opt); break;
         }
     });

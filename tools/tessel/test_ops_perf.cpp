@@ -52,7 +52,8 @@ std::string rate_text(const Tensor& out, double us) {
 
 }  // namespace
 
-void run_perf(const Options& opt) {
+int run_perf(const Options& opt) {
+    int errors = 0;
     const std::vector<Case> all = perf_cases();
     Options sel = opt;
     sel.ci = false;  // perf cases are few; --ci does not thin them
@@ -96,6 +97,7 @@ void run_perf(const Options& opt) {
                     }
                 } catch (const Error& e) {
                     status = e.what();
+                    ++errors;
                 }
                 if (!status.empty()) {
                     std::printf("%-8s %-20s %-16s %-26s %-10s %s\n", s.label.c_str(), op.c_str(), types.c_str(),
@@ -111,6 +113,7 @@ void run_perf(const Options& opt) {
             }
         }
     }
+    return errors;
 }
 
 void run_support(const Options& opt) {

@@ -39,6 +39,19 @@ void NpuBackend::flush() {
     batch_.reset();
 }
 
+void NpuBackend::throw_unfit(const Tensor& node, const std::vector<Operand>& operands) const {
+    uint64_t bytes = 0;
+    std::vector<int> seen;
+    for (const Operand& o : operands)
+        if (std::find(seen.begin(), seen.end(), o.buffer->fd()) == seen.end()) {
+            seen.push_back(o.buffer->fd());
+            bytes += o.buffer->size();
+        }
+    throw Error(ErrorCode::Unsupported, session_.name() + ": " + op_name(node.op) + " " + describe(node) + " reads and writes " +
+                                            std::to_string(bytes) + " bytes of buffers, more than one batch may map (TESSEL_NPU_VMEM=" +
+                                            std::to_string(session_.config().max_mapped) + ")");
+}
+
 void NpuBackend::graph_compute(const std::vector<Tensor*>& nodes, uint64_t graph_uid) {
     session_.check();
     flush();  // nothing of an earlier call may join a cached graph's batches
@@ -62,7 +75,10 @@ void NpuBackend::graph_compute(const std::vector<Tensor*>& nodes, uint64_t graph
             const DeviceOp op = translate(*node);
             std::vector<Operand> all = op.srcs;
             all.insert(all.end(), op.dsts.begin(), op.dsts.end());
-            if (!batch_.fit(all)) flush();
+            if (!batch_.fit(all)) {
+                flush();
+                if (!batch_.fit(all)) throw_unfit(*node, all);
+            }
             const uint32_t idx = batch_.add(op.opcode, op_name(node->op), op.srcs, op.dsts, node->op_params.data());
             if (verbose)
                 std::fprintf(stderr, "npu: %s op %u %s %s\n", session_.name().c_str(), idx, op_name(node->op), describe(*node).c_str());

@@ -60,6 +60,8 @@ public:
 
 private:
     void flush();
+    /// Throws tessel::Error(Unsupported): node's operands exceed an empty batch's limits.
+    [[noreturn]] void throw_unfit(const Tensor& node, const std::vector<Operand>& operands) const;
     /// Reserves `size` bytes of the staging buffer (growing it after a synchronize when full);
     /// returns their offset.
     uint64_t stage(size_t size);

@@ -1,5 +1,6 @@
 #include "npu/host/buffer.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "npu/host/device.hpp"
@@ -10,10 +11,14 @@ namespace tessel::npu {
 
 std::string NpuBufferType::name() const { return device_.name() + (host_ ? "-HOST" : ""); }
 
+size_t NpuBufferType::max_size() const {
+    return static_cast<size_t>(std::min<uint64_t>(uint64_t{1} << 31, device_.config().max_mapped / 4));
+}
+
 std::unique_ptr<Buffer> NpuBufferType::alloc_buffer(size_t size) {
     if (size > max_size())
         throw Error(ErrorCode::InvalidArgument, name() + ": a buffer of " + std::to_string(size) + " bytes exceeds the " +
-                                                    std::to_string(max_size()) + "-byte limit of one device mapping");
+                                                    std::to_string(max_size()) + "-byte limit of one device mapping (a quarter of TESSEL_NPU_VMEM, at most 2 GiB)");
     return std::make_unique<NpuBuffer>(*this, size);
 }
 

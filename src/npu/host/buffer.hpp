@@ -26,8 +26,9 @@ public:
     std::unique_ptr<Buffer> alloc_buffer(size_t size) override;
     /// 128 bytes: one HVX vector, so device kernels may use aligned loads.
     size_t alignment() const override { return 128; }
-    /// One mapping must fit the device's 32-bit address space with room to spare: 2 GiB.
-    size_t max_size() const override { return size_t{1} << 31; }
+    /// A quarter of the bytes one batch may map (TESSEL_NPU_VMEM), at most 2 GiB, so an op over
+    /// four buffers still fits a batch on a 32-bit device; larger weights are spread over buffers.
+    size_t max_size() const override;
     bool is_host() const override { return host_; }
     NpuDevice& device() const { return device_; }
 

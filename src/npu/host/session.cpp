@@ -14,6 +14,12 @@ Session::Session(const std::string& name, const Config& cfg) : name_(name), cfg_
     if (hwinfo_.proto_version != TSL_NPU_PROTO_VERSION)
         throw Error(ErrorCode::Device, name_ + ": the device speaks protocol version " + std::to_string(hwinfo_.proto_version) +
                                            ", this host " + std::to_string(TSL_NPU_PROTO_VERSION));
+    const uint64_t queue_bytes = OpBatch::max_block_size(limits()) * cfg_.opqueue;
+    if (queue_bytes > cfg_.max_mapped / 2)
+        throw Error(ErrorCode::InvalidArgument, name_ + ": the op queue would take " + std::to_string(queue_bytes) +
+                                                    " bytes of device address space (TESSEL_NPU_OPQUEUE=" + std::to_string(cfg_.opqueue) +
+                                                    " x TESSEL_NPU_OPBATCH=" + std::to_string(cfg_.opbatch) +
+                                                    "), more than half of TESSEL_NPU_VMEM=" + std::to_string(cfg_.max_mapped));
     queue_ = std::make_unique<OpQueue>(*link_, name_, cfg_.opqueue, OpBatch::max_block_size(limits()), cfg_.verbose);
     fences_ = std::make_unique<ShmBuffer>(name_ + "-fences", n_fence_slots_ * TSL_NPU_FENCE_SLOT_BYTES);
     if (const int32_t st = link_->map(*fences_, TSL_NPU_BUF_FENCE); st != TSL_NPU_OK)

@@ -1,6 +1,7 @@
 // The child side of the process link: `tessel npu-device --socket FD` (link.hpp, control.hpp).
 // One thread answers control messages; the batch thread runs the device loop on the ring region.
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -37,6 +38,12 @@ private:
     size_t size_;
 };
 
+// True when the file behind fd has at least `size` bytes.
+bool fd_holds(int fd, uint64_t size) {
+    struct stat st {};
+    return fstat(fd, &st) == 0 && st.st_size >= 0 && static_cast<uint64_t>(st.st_size) >= size;
+}
+
 int refuse(const char* what) {
     std::fprintf(stderr, "tessel: error: npu-device: %s\n", what);
     return 1;
@@ -55,8 +62,9 @@ void serve_control(int sock, HostedDevice& hosted) {
         const auto op = static_cast<ControlOp>(msg.op);
         if (op == ControlOp::Map) {
             std::lock_guard<std::mutex> lock(hosted.mutex());
-            answer.status = fd < 0 ? TSL_NPU_ERR_MAP_FAILED
-                                   : tsl_npu_device_map(&hosted.device(), msg.host_fd, fd, msg.size);
+            // The size must not exceed the memfd: touching pages past its end would raise SIGBUS.
+            answer.status = fd < 0 || !fd_holds(fd, msg.size) ? TSL_NPU_ERR_MAP_FAILED
+                                                              : tsl_npu_device_map(&hosted.device(), msg.host_fd, fd, msg.size);
             if (answer.status == TSL_NPU_OK && local_fds.count(msg.host_fd) == 0) {
                 local_fds[msg.host_fd] = fd;
                 fd = -1;
@@ -87,6 +95,10 @@ int device_process_main(int sock) {
         if (region_fd >= 0) close(region_fd);
         return refuse("expected a start message with the ring region on the socket");
     }
+    if (!fd_holds(region_fd, start.size)) {
+        close(region_fd);
+        return refuse("the ring region is larger than the memory the host passed");
+    }
     RegionMapping mapping(region_fd, start.size);
     close(region_fd);
     Region region;
@@ -94,7 +106,7 @@ int device_process_main(int sock) {
         return refuse("the ring region from the host cannot be mapped or is malformed");
     std::unique_ptr<HostedDevice> hosted;
     try {
-        hosted = std::make_unique<HostedDevice>("npu-device", start.n_threads, start.vtcm_bytes, start.fault);
+        hosted = std::make_unique<HostedDevice>("device", start.n_threads, start.vtcm_bytes, start.fault);
     } catch (const Error& e) {
         return refuse(e.what());
     }
