@@ -10,5 +10,7 @@ void register_mul_mat_benchmarks();
 void register_bandwidth_benchmarks();
 /// Packed micro-kernels, called directly on one thread, per kernel, shape and M (packed_bench.cpp).
 void register_packed_benchmarks();
+/// NPU tiled-weight repack / unpack over the default model's weights vs memcpy (npu_tiled_bench.cpp).
+void register_npu_tiled_benchmarks();
 
 }  // namespace tessel::bench

@@ -29,6 +29,8 @@ std::vector<std::unique_ptr<Buffer>> allocate_weights(BufferType& bt, const std:
         size_t first, last, bytes;
     };
     std::vector<Group> groups;
+    // Flag first: a buffer type may size a weight by its flag (NPUn stores weights tiled).
+    for (Tensor* t : tensors) t->flags |= kFlagWeight;
     for (size_t i = 0; i < tensors.size(); ++i) {
         const size_t need = align_up(bt.alloc_size(*tensors[i]), align);
         if (need > max)
@@ -45,7 +47,6 @@ std::vector<std::unique_ptr<Buffer>> allocate_weights(BufferType& bt, const std:
         buf->set_usage(BufferUsage::Weights);
         size_t offset = 0;
         for (size_t i = g.first; i < g.last; ++i) {
-            tensors[i]->flags |= kFlagWeight;
             buf->init_tensor(*tensors[i], offset);
             offset += align_up(bt.alloc_size(*tensors[i]), align);
         }

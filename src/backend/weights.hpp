@@ -21,7 +21,8 @@ namespace tessel {
 /// The buffer type for weight `w` on `dev`, given the nodes that read it (rule above).
 BufferType& choose_weight_buffer_type(Device& dev, const Tensor& w, const std::vector<const Tensor*>& uses);
 
-/// Allocates buffers of type `bt` (usage Weights) and places `tensors` in them, in order,
+/// Flags `tensors` kFlagWeight (before sizing them: alloc_size may depend on it), allocates
+/// buffers of type `bt` (usage Weights) and places the tensors in them, in order,
 /// starting a new buffer whenever the next tensor would push one past bt.max_size().
 /// Throws tessel::Error(InvalidArgument) naming a tensor larger than max_size() on its own.
 std::vector<std::unique_ptr<Buffer>> allocate_weights(BufferType& bt, const std::vector<Tensor*>& tensors);

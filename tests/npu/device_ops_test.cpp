@@ -192,5 +192,32 @@ TEST_F(NpuDeviceOps, FenceWritesItsSlot) {
     EXPECT_EQ(rsp_.err_op, 0u);
 }
 
+TEST_F(NpuDeviceOps, RefusesRepackedOperandsInEveryOp) {
+    // No op reads 32x32 tiles yet: an operand flagged REPACKED is BAD_TYPE before anything runs,
+    // whichever slot it is in; the same batch without the flag runs.
+    struct Case {
+        uint32_t opcode;
+        int n_src;
+    };
+    for (const Case& c : {Case{TSL_NPU_OP_ADD, 2}, Case{TSL_NPU_OP_MUL, 2}, Case{TSL_NPU_OP_CPY, 1}, Case{TSL_NPU_OP_SCALE, 1},
+                          Case{TSL_NPU_OP_MEMCPY, 1}, Case{TSL_NPU_OP_FENCE, 0}})
+        for (int flagged = 0; flagged <= c.n_src; ++flagged) {
+            SCOPED_TRACE(std::to_string(c.opcode) + " operand " + std::to_string(flagged));
+            BatchBuilder bb;
+            const uint32_t buf = bb.buffer(data_);
+            std::vector<uint16_t> t;
+            for (int i = 0; i <= c.n_src; ++i) t.push_back(bb.tensor(buf, TSL_NPU_TYPE_F32, 4096u * static_cast<uint64_t>(i), {64, 1, 1, 1}));
+            bb.op(TSL_NPU_OP_NOP, {}, {});
+            tsl_npu_op_desc& o = bb.op(c.opcode, {}, {});
+            for (int i = 0; i < c.n_src; ++i) o.src[i] = t[static_cast<size_t>(i)];
+            o.dst[0] = t.back();
+            ASSERT_EQ(run(bb), TSL_NPU_OK);
+            bb.tensors[static_cast<size_t>(flagged)].flags = TSL_NPU_TENSOR_WEIGHT | TSL_NPU_TENSOR_REPACKED;
+            EXPECT_EQ(run(bb), TSL_NPU_ERR_BAD_TYPE);
+            EXPECT_EQ(rsp_.err_op, 1u);
+            EXPECT_EQ(rsp_.n_done, 0u);
+        }
+}
+
 }  // namespace
 }  // namespace tessel::test

@@ -101,6 +101,7 @@ static void resolve_view(const tsl_npu_batch* b, uint16_t index, tsl_npu_view* v
     const tsl_npu_tensor_desc* t = &b->tensors[index];
     v->data = b->bases[t->buf] + (uintptr_t)t->offset; /* offset <= the mapping's size: fits */
     v->type = t->type;
+    v->flags = t->flags;
     v->size = t->size;
     for (int i = 0; i < 4; ++i) {
         v->ne[i] = t->ne[i];

@@ -11,10 +11,12 @@
 #include "npu/device/device.h"
 #include "npu/device/half.h"
 
-/* A tensor of the batch in device memory: ne[0] innermost, nb[i] byte strides, size in bytes. */
+/* A tensor of the batch in device memory: ne[0] innermost, nb[i] byte strides, size in bytes,
+ * flags the descriptor's TSL_NPU_TENSOR_*. */
 typedef struct tsl_npu_view {
     uint8_t* data;
     uint32_t type;
+    uint32_t flags;
     int64_t ne[4];
     uint64_t nb[4];
     uint64_t size;
@@ -58,6 +60,16 @@ static inline int64_t tsl_npu_n_rows(const tsl_npu_view* t) { return t->ne[1] * 
 
 static inline int tsl_npu_same_shape(const tsl_npu_view* a, const tsl_npu_view* b) {
     return a->ne[0] == b->ne[0] && a->ne[1] == b->ne[1] && a->ne[2] == b->ne[2] && a->ne[3] == b->ne[3];
+}
+
+/* Whether a present operand of the op is stored as 32x32 tiles (TSL_NPU_TENSOR_REPACKED): the
+ * ops so far read plain layouts only, so their checks answer TSL_NPU_ERR_BAD_TYPE. */
+static inline int tsl_npu_any_repacked(const tsl_npu_op_ctx* c) {
+    for (int i = 0; i < TSL_NPU_MAX_SRC; ++i)
+        if (c->src[i].data && (c->src[i].flags & TSL_NPU_TENSOR_REPACKED)) return 1;
+    for (int i = 0; i < TSL_NPU_MAX_DST; ++i)
+        if (c->dst[i].data && (c->dst[i].flags & TSL_NPU_TENSOR_REPACKED)) return 1;
+    return 0;
 }
 
 /* Address of element (i0, i1, i2, i3) of a plain-type view. */

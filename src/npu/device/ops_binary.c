@@ -8,6 +8,7 @@ int32_t tsl_npu_binary_check(const tsl_npu_op_ctx* c) {
     const tsl_npu_view* a = &c->src[0];
     const tsl_npu_view* b = &c->src[1];
     const tsl_npu_view* d = &c->dst[0];
+    if (tsl_npu_any_repacked(c)) return TSL_NPU_ERR_BAD_TYPE;
     if (!tsl_npu_is_float(a->type) || !tsl_npu_is_float(b->type) || !tsl_npu_is_float(d->type))
         return TSL_NPU_ERR_BAD_TYPE;
     if (!tsl_npu_same_shape(a, d)) return TSL_NPU_ERR_BAD_TYPE;

@@ -13,7 +13,10 @@ static int64_t slot_offset(const tsl_npu_op_ctx* c) {
     return (int64_t)offset;
 }
 
-int32_t tsl_npu_fence_check(const tsl_npu_op_ctx* c) { return slot_offset(c) < 0 ? TSL_NPU_ERR_BAD_DESC : TSL_NPU_OK; }
+int32_t tsl_npu_fence_check(const tsl_npu_op_ctx* c) {
+    if (tsl_npu_any_repacked(c)) return TSL_NPU_ERR_BAD_TYPE;
+    return slot_offset(c) < 0 ? TSL_NPU_ERR_BAD_DESC : TSL_NPU_OK;
+}
 
 int32_t tsl_npu_fence_run(tsl_npu_op_ctx* c) {
     const int64_t offset = slot_offset(c);

@@ -156,7 +156,8 @@ static void check_span(const Tensor& t, size_t offset, size_t size, const char* 
 }
 
 void NpuBackend::set_tensor_async(Tensor& t, const void* src, size_t offset, size_t size) {
-    if (!npu_buffer_of(t)) return Backend::set_tensor_async(t, src, offset, size);
+    // A tiled weight is repacked / unpacked on the host by its buffer, after the queued work.
+    if (!npu_buffer_of(t) || tiled_of(t)) return Backend::set_tensor_async(t, src, offset, size);
     check_span(t, offset, size, "set_tensor_async");
     if (size == 0) return;
     session_.check();
@@ -166,7 +167,8 @@ void NpuBackend::set_tensor_async(Tensor& t, const void* src, size_t offset, siz
 }
 
 void NpuBackend::get_tensor_async(const Tensor& t, void* dst, size_t offset, size_t size) {
-    if (!npu_buffer_of(t)) return Backend::get_tensor_async(t, dst, offset, size);
+    // A tiled weight is repacked / unpacked on the host by its buffer, after the queued work.
+    if (!npu_buffer_of(t) || tiled_of(t)) return Backend::get_tensor_async(t, dst, offset, size);
     check_span(t, offset, size, "get_tensor_async");
     if (size == 0) return;
     session_.check();

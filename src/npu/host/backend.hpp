@@ -48,6 +48,7 @@ public:
     void set_tensor_async(Tensor& t, const void* src, size_t offset, size_t size) override;
     /// For a tensor in NPU memory: queues a MEMCPY op from t into a staging buffer; the bytes reach
     /// `dst` in synchronize(). Throws like set_tensor_async.
+    /// A tiled weight (buffer.hpp) goes through its buffer synchronously instead, both ways.
     void get_tensor_async(const Tensor& t, void* dst, size_t offset, size_t size) override;
     std::string kernel_name(const Tensor& t) const override;
     void event_record(Event& e) override;

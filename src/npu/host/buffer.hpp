@@ -5,10 +5,20 @@
 //               scheduler is concerned (the device may keep it in its own layout).
 //  - NPUn-HOST: host-visible memory the CPU reads and writes in place (is_host), which the device
 //               reads too; TESSEL_NPU_HOSTBUF=1 puts the CPU's compute buffers there.
+//
+// Tiled weights (tiled.hpp, docs/npu.md "Tiled weights"): in an NPUn buffer whose usage is
+// Weights, a tensor flagged kFlagWeight (not a view) of a tileable type (Q4_0, Q4_1, Q8_0, IQ4_NL,
+// MXFP4) is stored as 32x32 tiles. init_tensor records this in the tensor's `extra` (a TiledTensor
+// owned by the buffer); nothing is ever guessed from the bytes. set_tensor repacks a whole-tensor
+// write at once and stages partial writes in host memory until every byte has arrived; get_tensor
+// returns the original GGUF bytes bit-exactly (the staged bytes while the tensor is incomplete).
 #pragma once
 
 #include <memory>
 #include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "backend/buffer.hpp"
 #include "npu/link/shm.hpp"
@@ -24,6 +34,11 @@ public:
     /// Throws tessel::Error(Io) when shared memory cannot be had, Error(Device) when the device
     /// cannot map it (or its session failed to open).
     std::unique_ptr<Buffer> alloc_buffer(size_t size) override;
+    /// NPUn (not -HOST): tiled_size for a tileable tensor flagged kFlagWeight (not a view), as
+    /// alloc_size sees no buffer usage: the weight loader sets kFlagWeight before placing a weight,
+    /// and only Weights buffers tile (a flagged tensor elsewhere merely gets the larger size).
+    /// Every other tensor: n_bytes().
+    size_t alloc_size(const Tensor& t) const override;
     /// 128 bytes: one HVX vector, so device kernels may use aligned loads.
     size_t alignment() const override { return 128; }
     /// A quarter of the bytes one batch may map (TESSEL_NPU_VMEM), at most 2 GiB, so an op over
@@ -37,24 +52,48 @@ private:
     bool host_;
 };
 
+/// The buffer's record of a tiled tensor (tensor.extra).
+struct TiledTensor {
+    size_t device_bytes = 0;        ///< tiled_size: the bytes the tensor takes in device memory
+    bool complete = false;          ///< every byte written and repacked
+    std::vector<uint8_t> staging;   ///< GGUF bytes of a partially written tensor (n_bytes when used)
+    std::vector<std::pair<size_t, size_t>> written;  ///< staged ranges [begin, end), sorted and merged
+};
+
 class NpuBuffer final : public Buffer {
 public:
     NpuBuffer(NpuBufferType& type, size_t size);
     ~NpuBuffer() override;
     void* base() override { return shm_->data(); }
+    /// Places t; a tileable weight in an NPUn Weights buffer gets a TiledTensor record (above).
+    void init_tensor(Tensor& t, size_t offset) override;
     void set_tensor(Tensor& t, const void* src, size_t offset, size_t size) override;
     void get_tensor(const Tensor& t, void* dst, size_t offset, size_t size) const override;
+    /// Fills the memory; tiled tensors then read back as the unpacked form of those bytes.
     void clear(uint8_t value) override;
     const ShmBuffer& shm() const { return *shm_; }
     /// TSL_NPU_BUF_* flags the batch descriptors carry for this buffer.
     uint32_t wire_flags() const;
 
+    /// t's record when this buffer stores t tiled (t itself, not a view), else nullptr.
+    const TiledTensor* tiled(const Tensor& t) const;
+
 private:
+    void repack_from(Tensor& t, TiledTensor& rec, const uint8_t* plain);
+
     NpuBufferType& npu_type_;
     std::unique_ptr<ShmBuffer> shm_;
+    std::unordered_map<const Tensor*, std::unique_ptr<TiledTensor>> tiled_;
 };
 
 /// The NPU buffer holding t's data, or nullptr when t lives elsewhere.
 const NpuBuffer* npu_buffer_of(const Tensor& t);
+
+/// t's tiled record, or nullptr when t is not stored tiled (views of a tiled tensor: nullptr;
+/// use reads_tiled for them).
+const TiledTensor* tiled_of(const Tensor& t);
+
+/// True when t is a tiled tensor or a view of one (its bytes are not in GGUF layout).
+bool reads_tiled(const Tensor& t);
 
 }  // namespace tessel::npu

@@ -39,7 +39,7 @@ public:
     std::unique_ptr<Backend> init_backend(const BackendParams& params) override;
     BufferType& buffer_type() override { return device_buft_; }
     /// ADD, MUL, SCALE and CPY/CONT/DUP over F32 and F16, minus ops whose name matches
-    /// TESSEL_NPU_OPFILTER.
+    /// TESSEL_NPU_OPFILTER and nodes reading a tiled weight (no device kernel reads tiles yet).
     bool supports_op(const Tensor& t) const override;
     bool supports_buft(const BufferType& bt) const override { return &bt == &device_buft_ || &bt == &host_buft_; }
     /// "host_buffer_type": the NPUn-HOST BufferType*; "cpu_compute_buffer_type": the same when

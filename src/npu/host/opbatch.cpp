@@ -78,6 +78,7 @@ uint16_t OpBatch::tensor_index(const Operand& o) {
     }
     d.flags = (t.flags & kFlagWeight) ? TSL_NPU_TENSOR_WEIGHT : 0;
     if (o.buffer_flags & TSL_NPU_BUF_FENCE) d.flags |= TSL_NPU_TENSOR_FENCE;
+    if (o.repacked) d.flags |= TSL_NPU_TENSOR_REPACKED;
     tensors_.push_back(d);
     const auto idx = static_cast<uint16_t>(tensors_.size() - 1);
     tensor_by_ptr_[o.tensor] = idx;

@@ -33,6 +33,7 @@ struct Operand {
     uint32_t buffer_flags = 0;  ///< TSL_NPU_BUF_*
     uint64_t offset = 0;
     uint64_t size = 0;  ///< bytes the device may touch: [offset, offset + size)
+    bool repacked = false;  ///< stored as 32x32 tiles (tiled.hpp): the descriptor gets TSL_NPU_TENSOR_REPACKED
 };
 
 class OpBatch {

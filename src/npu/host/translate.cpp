@@ -31,6 +31,10 @@ bool is_no_op(const Tensor& t) {
 }
 
 bool device_supports(const Tensor& t) {
+    // No device kernel reads 32x32 tiles yet: a node reading a tiled weight goes to the CPU, which
+    // gets the GGUF bytes through get_tensor.
+    for (const Tensor* s : t.src)
+        if (s && reads_tiled(*s)) return false;
     const Tensor* a = t.src[0];
     const Tensor* b = t.src[1];
     switch (t.op) {
@@ -57,6 +61,10 @@ Operand operand(const Tensor& t) {
     o.buffer_flags = buf->wire_flags();
     o.offset = tensor_offset(t);
     o.size = t.n_bytes();
+    if (const TiledTensor* rec = buf->tiled(t)) {
+        o.repacked = true;
+        o.size = rec->device_bytes;
+    }
     return o;
 }
 

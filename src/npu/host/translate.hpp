@@ -11,7 +11,8 @@
 
 namespace tessel::npu {
 
-/// True when the device runtime implements node t as it is (op, types, broadcast shapes).
+/// True when the device runtime implements node t as it is (op, types, broadcast shapes); false
+/// for every node reading a tiled weight (buffer.hpp) or a view of one.
 bool device_supports(const Tensor& t);
 
 /// True when t computes nothing (a leaf or a view): graph_compute skips it.
@@ -27,7 +28,8 @@ struct DeviceOp {
 /// not in an NPU buffer, or Error(Unsupported) when the device does not implement t.
 DeviceOp translate(const Tensor& t);
 
-/// The operand for tensor t (its NPU buffer, offset and byte span).
+/// The operand for tensor t (its NPU buffer, offset and byte span). A tiled weight's operand is
+/// marked repacked and spans its tiled bytes (tiled_size), not n_bytes.
 Operand operand(const Tensor& t);
 
 }  // namespace tessel::npu
