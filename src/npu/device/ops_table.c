@@ -19,6 +19,18 @@ static const tsl_npu_op_kind k_ops[TSL_NPU_OP_COUNT] = {
     [TSL_NPU_OP_SCALE] = {1, 1, tsl_npu_scale_check, tsl_npu_scale_run},
     [TSL_NPU_OP_FENCE] = {0, 1, tsl_npu_fence_check, tsl_npu_fence_run},
     [TSL_NPU_OP_MEMCPY] = {1, 1, tsl_npu_memcpy_check, tsl_npu_memcpy_run},
+    [TSL_NPU_OP_SUB] = {2, 1, tsl_npu_binary_check, tsl_npu_binary_run},
+    [TSL_NPU_OP_DIV] = {2, 1, tsl_npu_binary_check, tsl_npu_binary_run},
+    [TSL_NPU_OP_RMS_NORM] = {1, 1, tsl_npu_norm_check, tsl_npu_norm_run},
+    [TSL_NPU_OP_NORM] = {1, 1, tsl_npu_norm_check, tsl_npu_norm_run},
+    [TSL_NPU_OP_UNARY] = {1, 1, tsl_npu_unary_check, tsl_npu_unary_run},
+    [TSL_NPU_OP_GLU] = {1, 1, tsl_npu_glu_check, tsl_npu_glu_run},
+    [TSL_NPU_OP_SUM_ROWS] = {1, 1, tsl_npu_sum_rows_check, tsl_npu_sum_rows_run},
+    [TSL_NPU_OP_SOFT_MAX] = {1, 1, tsl_npu_soft_max_check, tsl_npu_soft_max_run},
+    [TSL_NPU_OP_ROPE] = {2, 1, tsl_npu_rope_check, tsl_npu_rope_run},
+    [TSL_NPU_OP_GET_ROWS] = {2, 1, tsl_npu_get_rows_check, tsl_npu_get_rows_run},
+    [TSL_NPU_OP_SET_ROWS] = {2, 1, tsl_npu_set_rows_check, tsl_npu_set_rows_run},
+    [TSL_NPU_OP_ARGSORT] = {1, 1, tsl_npu_argsort_check, tsl_npu_argsort_run},
 };
 
 const tsl_npu_op_kind* tsl_npu_op_lookup(uint32_t opcode) {
