@@ -199,7 +199,8 @@ TEST_F(NpuDeviceOps, RefusesRepackedOperandsInEveryOp) {
         uint32_t opcode;
         int n_src;
     };
-    for (const Case& c : {Case{TSL_NPU_OP_ADD, 2}, Case{TSL_NPU_OP_MUL, 2}, Case{TSL_NPU_OP_CPY, 1}, Case{TSL_NPU_OP_SCALE, 1},
+    for (const Case& c : {Case{TSL_NPU_OP_ADD, 2}, Case{TSL_NPU_OP_MUL, 2}, Case{TSL_NPU_OP_SUB, 2}, Case{TSL_NPU_OP_DIV, 2},
+                          Case{TSL_NPU_OP_CPY, 1}, Case{TSL_NPU_OP_SCALE, 1}, Case{TSL_NPU_OP_RMS_NORM, 1},
                           Case{TSL_NPU_OP_MEMCPY, 1}, Case{TSL_NPU_OP_FENCE, 0}})
         for (int flagged = 0; flagged <= c.n_src; ++flagged) {
             SCOPED_TRACE(std::to_string(c.opcode) + " operand " + std::to_string(flagged));

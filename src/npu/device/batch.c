@@ -86,7 +86,8 @@ int32_t tsl_npu_batch_check(const tsl_npu_device* d, uint8_t* block, const tsl_n
         if (status != TSL_NPU_OK) return status;
         tsl_npu_op_ctx c;
         tsl_npu_batch_resolve(b, &d->platform, i, &c);
-        status = kind->check(&c);
+        /* a tile's bytes are not the tensor's: only ops written for tiles take them */
+        status = !kind->reads_tiles && tsl_npu_any_repacked(&c) ? TSL_NPU_ERR_BAD_TYPE : kind->check(&c);
         if (status != TSL_NPU_OK) return status;
     }
     *err_op = TSL_NPU_BATCH_REFUSED;

@@ -10,6 +10,7 @@
 
 #include "npu/device/device.h"
 #include "npu/device/half.h"
+#include "npu/device/vec.h"
 
 /* A tensor of the batch in device memory: ne[0] innermost, nb[i] byte strides, size in bytes,
  * flags the descriptor's TSL_NPU_TENSOR_*. */
@@ -38,16 +39,18 @@ typedef struct tsl_npu_op_kind {
     uint8_t n_dst; /* dst[0 .. n_dst) must be present */
     int32_t (*check)(const tsl_npu_op_ctx* c);
     int32_t (*run)(tsl_npu_op_ctx* c);
+    uint8_t reads_tiles; /* 1: operands may be 32x32 tiles (REPACKED); else the executor refuses them */
 } tsl_npu_op_kind;
 
 /* The implementation of `opcode`, or NULL when the device has none. */
 const tsl_npu_op_kind* tsl_npu_op_lookup(uint32_t opcode);
 
-/* Bytes of one element of a plain type the ops read (F32, F16, I32), or 0 for any other type. */
+/* Bytes of one element of a plain type the ops read (F32, F16, I32, I64), or 0 for any other type. */
 static inline uint32_t tsl_npu_type_bytes(uint32_t type) {
     switch (type) {
     case TSL_NPU_TYPE_F32: return 4;
     case TSL_NPU_TYPE_I32: return 4;
+    case TSL_NPU_TYPE_I64: return 8;
     case TSL_NPU_TYPE_F16: return 2;
     default: return 0;
     }
@@ -91,6 +94,43 @@ static inline void tsl_npu_store_float(uint32_t type, uint8_t* p, float v) {
         *(float*)p = v;
 }
 
+/* Elements [i0, i0 + n) (0 <= n <= TSL_VF_LANES) of the row of F32/F16 view t that starts at
+ * `row`, as a vector; lanes past n hold `fill`. */
+static inline tsl_vf tsl_npu_row_load(const tsl_npu_view* t, const uint8_t* row, int64_t i0, int n, float fill) {
+    if (t->type == TSL_NPU_TYPE_F32 && t->nb[0] == 4) {
+        const float* p = (const float*)row + i0;
+        return n == TSL_VF_LANES ? tsl_vf_loadu(p) : tsl_vf_load_n(p, n, fill);
+    }
+    tsl_vf r = tsl_vf_splat(fill);
+    for (int i = 0; i < n; ++i) r.v[i] = tsl_npu_load_float(t->type, row + (uint64_t)(i0 + i) * t->nb[0]);
+    return r;
+}
+
+/* Stores the first n lanes of v as elements [i0, i0 + n) of the row of t starting at `row`. */
+static inline void tsl_npu_row_store(const tsl_npu_view* t, uint8_t* row, int64_t i0, int n, tsl_vf v) {
+    if (t->type == TSL_NPU_TYPE_F32 && t->nb[0] == 4) {
+        float* p = (float*)row + i0;
+        if (n == TSL_VF_LANES)
+            tsl_vf_storeu(p, v);
+        else
+            tsl_vf_store_n(p, v, n);
+        return;
+    }
+    for (int i = 0; i < n; ++i) tsl_npu_store_float(t->type, row + (uint64_t)(i0 + i) * t->nb[0], v.v[i]);
+}
+
+/* Lanes of the chunk starting at i0 of a row of n elements. */
+static inline int tsl_npu_chunk(int64_t n, int64_t i0) {
+    return n - i0 < TSL_VF_LANES ? (int)(n - i0) : TSL_VF_LANES;
+}
+
+/* A row id of a plain I32 or I64 ids view. */
+static inline int64_t tsl_npu_load_id(const tsl_npu_view* t, int64_t i0, int64_t i1, int64_t i2) {
+    const uint8_t* p = tsl_npu_elem(t, i0, i1, i2, 0);
+    if (t->type == TSL_NPU_TYPE_I64) return *(const int64_t*)p;
+    return *(const int32_t*)p;
+}
+
 /* Coordinates of row r (rows numbered in ne order, i1 fastest). */
 static inline void tsl_npu_row_coords(const tsl_npu_view* t, int64_t r, int64_t* i1, int64_t* i2, int64_t* i3) {
     *i1 = r % t->ne[1];
@@ -114,7 +154,7 @@ void tsl_npu_ops_parallel(const tsl_npu_op_ctx* c, int64_t elements, tsl_npu_tas
 
 /* The ops (ops_*.c). */
 int32_t tsl_npu_binary_check(const tsl_npu_op_ctx* c);
-int32_t tsl_npu_binary_run(tsl_npu_op_ctx* c); /* ADD, MUL */
+int32_t tsl_npu_binary_run(tsl_npu_op_ctx* c); /* ADD, SUB, MUL, DIV */
 int32_t tsl_npu_copy_check(const tsl_npu_op_ctx* c);
 int32_t tsl_npu_copy_run(tsl_npu_op_ctx* c);   /* CPY */
 int32_t tsl_npu_memcpy_check(const tsl_npu_op_ctx* c);
@@ -123,5 +163,23 @@ int32_t tsl_npu_scale_check(const tsl_npu_op_ctx* c);
 int32_t tsl_npu_scale_run(tsl_npu_op_ctx* c);  /* SCALE */
 int32_t tsl_npu_fence_check(const tsl_npu_op_ctx* c);
 int32_t tsl_npu_fence_run(tsl_npu_op_ctx* c);  /* FENCE */
+int32_t tsl_npu_unary_check(const tsl_npu_op_ctx* c);
+int32_t tsl_npu_unary_run(tsl_npu_op_ctx* c);  /* UNARY */
+int32_t tsl_npu_glu_check(const tsl_npu_op_ctx* c);
+int32_t tsl_npu_glu_run(tsl_npu_op_ctx* c);    /* GLU */
+int32_t tsl_npu_norm_check(const tsl_npu_op_ctx* c);
+int32_t tsl_npu_norm_run(tsl_npu_op_ctx* c);   /* RMS_NORM, NORM */
+int32_t tsl_npu_sum_rows_check(const tsl_npu_op_ctx* c);
+int32_t tsl_npu_sum_rows_run(tsl_npu_op_ctx* c); /* SUM_ROWS */
+int32_t tsl_npu_soft_max_check(const tsl_npu_op_ctx* c);
+int32_t tsl_npu_soft_max_run(tsl_npu_op_ctx* c); /* SOFT_MAX */
+int32_t tsl_npu_rope_check(const tsl_npu_op_ctx* c);
+int32_t tsl_npu_rope_run(tsl_npu_op_ctx* c);   /* ROPE */
+int32_t tsl_npu_get_rows_check(const tsl_npu_op_ctx* c);
+int32_t tsl_npu_get_rows_run(tsl_npu_op_ctx* c); /* GET_ROWS */
+int32_t tsl_npu_set_rows_check(const tsl_npu_op_ctx* c);
+int32_t tsl_npu_set_rows_run(tsl_npu_op_ctx* c); /* SET_ROWS */
+int32_t tsl_npu_argsort_check(const tsl_npu_op_ctx* c);
+int32_t tsl_npu_argsort_run(tsl_npu_op_ctx* c); /* ARGSORT */
 
 #endif /* TESSEL_NPU_DEVICE_OPS_H */

@@ -7,7 +7,6 @@
 int32_t tsl_npu_copy_check(const tsl_npu_op_ctx* c) {
     const tsl_npu_view* s = &c->src[0];
     const tsl_npu_view* d = &c->dst[0];
-    if (tsl_npu_any_repacked(c)) return TSL_NPU_ERR_BAD_TYPE;
     if (!tsl_npu_is_float(s->type) || !tsl_npu_is_float(d->type)) return TSL_NPU_ERR_BAD_TYPE;
     if (tsl_npu_n_elements(s) != tsl_npu_n_elements(d)) return TSL_NPU_ERR_BAD_TYPE;
     return TSL_NPU_OK;
@@ -67,7 +66,6 @@ int32_t tsl_npu_copy_run(tsl_npu_op_ctx* c) {
 /* MEMCPY: the bytes of src0 into dst0, both `size` bytes (the host's asynchronous set/get of a
  * tensor through a staging buffer). Spans were checked against their buffers with the batch. */
 int32_t tsl_npu_memcpy_check(const tsl_npu_op_ctx* c) {
-    if (tsl_npu_any_repacked(c)) return TSL_NPU_ERR_BAD_TYPE; /* a tile's bytes are not the tensor's */
     return c->src[0].size == c->dst[0].size ? TSL_NPU_OK : TSL_NPU_ERR_BAD_TYPE;
 }
 

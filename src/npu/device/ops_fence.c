@@ -14,7 +14,6 @@ static int64_t slot_offset(const tsl_npu_op_ctx* c) {
 }
 
 int32_t tsl_npu_fence_check(const tsl_npu_op_ctx* c) {
-    if (tsl_npu_any_repacked(c)) return TSL_NPU_ERR_BAD_TYPE;
     return slot_offset(c) < 0 ? TSL_NPU_ERR_BAD_DESC : TSL_NPU_OK;
 }
 

@@ -6,7 +6,6 @@
 int32_t tsl_npu_scale_check(const tsl_npu_op_ctx* c) {
     const tsl_npu_view* a = &c->src[0];
     const tsl_npu_view* d = &c->dst[0];
-    if (tsl_npu_any_repacked(c)) return TSL_NPU_ERR_BAD_TYPE;
     if (!tsl_npu_is_float(a->type) || !tsl_npu_is_float(d->type) || !tsl_npu_same_shape(a, d))
         return TSL_NPU_ERR_BAD_TYPE;
     return TSL_NPU_OK;

@@ -12,13 +12,25 @@ static int32_t nop_run(tsl_npu_op_ctx* c) {
 }
 
 static const tsl_npu_op_kind k_ops[TSL_NPU_OP_COUNT] = {
-    [TSL_NPU_OP_NOP] = {0, 0, nop_check, nop_run},
-    [TSL_NPU_OP_ADD] = {2, 1, tsl_npu_binary_check, tsl_npu_binary_run},
-    [TSL_NPU_OP_MUL] = {2, 1, tsl_npu_binary_check, tsl_npu_binary_run},
-    [TSL_NPU_OP_CPY] = {1, 1, tsl_npu_copy_check, tsl_npu_copy_run},
-    [TSL_NPU_OP_SCALE] = {1, 1, tsl_npu_scale_check, tsl_npu_scale_run},
-    [TSL_NPU_OP_FENCE] = {0, 1, tsl_npu_fence_check, tsl_npu_fence_run},
-    [TSL_NPU_OP_MEMCPY] = {1, 1, tsl_npu_memcpy_check, tsl_npu_memcpy_run},
+    [TSL_NPU_OP_NOP] = {0, 0, nop_check, nop_run, 0},
+    [TSL_NPU_OP_ADD] = {2, 1, tsl_npu_binary_check, tsl_npu_binary_run, 0},
+    [TSL_NPU_OP_MUL] = {2, 1, tsl_npu_binary_check, tsl_npu_binary_run, 0},
+    [TSL_NPU_OP_CPY] = {1, 1, tsl_npu_copy_check, tsl_npu_copy_run, 0},
+    [TSL_NPU_OP_SCALE] = {1, 1, tsl_npu_scale_check, tsl_npu_scale_run, 0},
+    [TSL_NPU_OP_FENCE] = {0, 1, tsl_npu_fence_check, tsl_npu_fence_run, 0},
+    [TSL_NPU_OP_MEMCPY] = {1, 1, tsl_npu_memcpy_check, tsl_npu_memcpy_run, 0},
+    [TSL_NPU_OP_SUB] = {2, 1, tsl_npu_binary_check, tsl_npu_binary_run, 0},
+    [TSL_NPU_OP_DIV] = {2, 1, tsl_npu_binary_check, tsl_npu_binary_run, 0},
+    [TSL_NPU_OP_RMS_NORM] = {1, 1, tsl_npu_norm_check, tsl_npu_norm_run, 0},
+    [TSL_NPU_OP_NORM] = {1, 1, tsl_npu_norm_check, tsl_npu_norm_run, 0},
+    [TSL_NPU_OP_UNARY] = {1, 1, tsl_npu_unary_check, tsl_npu_unary_run, 0},
+    [TSL_NPU_OP_GLU] = {1, 1, tsl_npu_glu_check, tsl_npu_glu_run, 0},
+    [TSL_NPU_OP_SUM_ROWS] = {1, 1, tsl_npu_sum_rows_check, tsl_npu_sum_rows_run, 0},
+    [TSL_NPU_OP_SOFT_MAX] = {1, 1, tsl_npu_soft_max_check, tsl_npu_soft_max_run, 0},
+    [TSL_NPU_OP_ROPE] = {2, 1, tsl_npu_rope_check, tsl_npu_rope_run, 0},
+    [TSL_NPU_OP_GET_ROWS] = {2, 1, tsl_npu_get_rows_check, tsl_npu_get_rows_run, 0},
+    [TSL_NPU_OP_SET_ROWS] = {2, 1, tsl_npu_set_rows_check, tsl_npu_set_rows_run, 0},
+    [TSL_NPU_OP_ARGSORT] = {1, 1, tsl_npu_argsort_check, tsl_npu_argsort_run, 0},
 };
 
 const tsl_npu_op_kind* tsl_npu_op_lookup(uint32_t opcode) {

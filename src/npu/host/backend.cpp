@@ -80,6 +80,7 @@ void NpuBackend::graph_compute(const std::vector<Tensor*>& nodes, uint64_t graph
                 if (!batch_.fit(all)) throw_unfit(*node, all);
             }
             const uint32_t idx = batch_.add(op.opcode, op_name(node->op), op.srcs, op.dsts, node->op_params.data());
+            std::memcpy(batch_.last_op().kparams, op.kparams.data(), op.kparams.size());
             if (verbose)
                 std::fprintf(stderr, "npu: %s op %u %s %s\n", session_.name().c_str(), idx, op_name(node->op), describe(*node).c_str());
         }

@@ -40,6 +40,7 @@ bool OpBatch::fit(const std::vector<Operand>& operands) const {
     uint32_t new_tensors = 0;
     std::set<const Tensor*> seen;
     for (const Operand& o : operands) {
+        if (!o.tensor) continue;  // an empty slot
         if (!buf_by_fd_.count(o.buffer->fd()) && new_fds.insert(o.buffer->fd()).second) new_bytes += o.buffer->size();
         if (!known_tensor(o) && seen.insert(o.tensor).second) ++new_tensors;
     }
@@ -100,8 +101,9 @@ uint32_t OpBatch::add(uint32_t opcode, const std::string& name, const std::vecto
     if (params) std::memcpy(op.params, params, sizeof op.params);
     std::fill(std::begin(op.src), std::end(op.src), static_cast<uint16_t>(TSL_NPU_NONE));
     std::fill(std::begin(op.dst), std::end(op.dst), static_cast<uint16_t>(TSL_NPU_NONE));
-    for (size_t i = 0; i < srcs.size(); ++i) op.src[i] = tensor_index(srcs[i]);
-    for (size_t i = 0; i < dsts.size(); ++i) op.dst[i] = tensor_index(dsts[i]);
+    auto index = [&](const Operand& o) { return o.tensor ? tensor_index(o) : static_cast<uint16_t>(TSL_NPU_NONE); };
+    for (size_t i = 0; i < srcs.size(); ++i) op.src[i] = index(srcs[i]);
+    for (size_t i = 0; i < dsts.size(); ++i) op.dst[i] = index(dsts[i]);
     ops_.push_back(op);
     names_.push_back(name);
     return static_cast<uint32_t>(ops_.size() - 1);

@@ -26,7 +26,8 @@ struct BatchLimits {
     uint64_t max_mapped = 3ull << 30;  ///< sum of the sizes of the batch's buffers, bytes
 };
 
-/// An operand of an op: a tensor and the shared buffer holding its data at `offset` bytes.
+/// An operand of an op: a tensor and the shared buffer holding its data at `offset` bytes
+/// (tensor == nullptr: an empty slot, e.g. an optional input that is absent).
 struct Operand {
     const Tensor* tensor = nullptr;
     const ShmBuffer* buffer = nullptr;
@@ -54,7 +55,8 @@ public:
     /// True when an op over `operands` fits next to what the batch holds.
     bool fit(const std::vector<Operand>& operands) const;
     /// Appends op `opcode` (name for logs) with inputs `srcs` and outputs `dsts` (at most
-    /// TSL_NPU_MAX_SRC / TSL_NPU_MAX_DST) and node parameters `params`. Returns the op's index.
+    /// TSL_NPU_MAX_SRC / TSL_NPU_MAX_DST; an Operand without tensor is an empty slot, TSL_NPU_NONE)
+    /// and node parameters `params`. Returns the op's index.
     /// Throws tessel::Error(InvalidArgument) when it does not fit (call fit() first).
     uint32_t add(uint32_t opcode, const std::string& name, const std::vector<Operand>& srcs, const std::vector<Operand>& dsts,
                  const int32_t* params);

@@ -3,6 +3,7 @@
 // opcode, its inputs and outputs as operands in shared buffers, its op_params copied verbatim.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -11,17 +12,21 @@
 
 namespace tessel::npu {
 
-/// True when the device runtime implements node t as it is (op, types, broadcast shapes); false
-/// for every node reading a tiled weight (buffer.hpp) or a view of one.
+/// True when the device runtime implements node t as it is (op, types, shapes, op_params):
+/// ADD/SUB/MUL/DIV, SCALE, CPY/CONT/DUP, RMS_NORM/NORM, UNARY, GLU, SUM_ROWS, SOFT_MAX, ROPE,
+/// GET_ROWS, SET_ROWS, ARGSORT in the combinations docs/npu.md lists (translate_ops.cpp);
+/// false for every node reading a tiled weight (buffer.hpp) or a view of one.
 bool device_supports(const Tensor& t);
 
 /// True when t computes nothing (a leaf or a view): graph_compute skips it.
 bool is_no_op(const Tensor& t);
 
-/// A node as a device op: opcode, operands and name, ready for OpBatch::fit/add.
+/// A node as a device op: opcode, operands (empty slots for absent optional inputs) and the
+/// kernel parameters the host planned (tsl_npu_op_desc::kparams), ready for OpBatch::fit/add.
 struct DeviceOp {
     uint32_t opcode = 0;
     std::vector<Operand> srcs, dsts;
+    std::array<uint8_t, TSL_NPU_KPARAMS_BYTES> kparams{};
 };
 
 /// Builds node t's op. Throws tessel::Error(InvalidArgument) naming the tensor when an operand is

@@ -23,7 +23,7 @@ extern "C" {
 
 /* Bumped on any change of a struct below or of an opcode's meaning; the host refuses a device
  * that reports another version. */
-#define TSL_NPU_PROTO_VERSION 1u
+#define TSL_NPU_PROTO_VERSION 2u
 
 #define TSL_NPU_MAX_SRC 12          /* enough for an N-way fused matmul or a 4-rank all-reduce + residual */
 #define TSL_NPU_MAX_DST 8
@@ -65,8 +65,33 @@ enum tsl_npu_opcode {
     TSL_NPU_OP_SCALE = 4, /* dst = src0 * params[0] + params[1] (floats stored as bits) */
     TSL_NPU_OP_FENCE = 5, /* writes the u64 in params[0..1] to fence slot params[2] of buffer dst0 */
     TSL_NPU_OP_MEMCPY = 6, /* copies the bytes of src0 to dst0 (equal `size`; types ignored) */
+    TSL_NPU_OP_SUB = 7,      /* dst = src0 - src1 (broadcast like ADD) */
+    TSL_NPU_OP_DIV = 8,      /* dst = src0 / src1 (broadcast like ADD) */
+    TSL_NPU_OP_RMS_NORM = 9, /* dst = x / sqrt(mean(x^2) + eps) per row; eps = float bits of params[0] */
+    TSL_NPU_OP_NORM = 10,    /* dst = (x - mean) / sqrt(var + eps) per row; eps = float bits of params[0] */
+    TSL_NPU_OP_UNARY = 11,   /* dst = f(src0), f = params[0]: tessel's UnaryOp numbering (op.hpp) */
+    TSL_NPU_OP_GLU = 12,     /* params[0] = GluOp, params[1] = swapped; src0 [2K] halves, or src0, src1 [K] */
+    TSL_NPU_OP_SUM_ROWS = 13, /* dst [1, ...] = sum of each row of src0 */
+    TSL_NPU_OP_SOFT_MAX = 14, /* softmax(src0 * scale + slope * src1 mask) with src2 sinks; kparams: ALiBi bases */
+    TSL_NPU_OP_ROPE = 15,     /* src0 x, src1 I32 positions, src2 freq factors; kparams: tsl_npu_rope_kparams */
+    TSL_NPU_OP_GET_ROWS = 16, /* dst F32 row (i, b2, b3) = src0 row (src1[i, b2, b3], b2, b3) */
+    TSL_NPU_OP_SET_ROWS = 17, /* dst0 row (src1[i, b2 % C2, b3 % C3], b2, b3) = src0 row (i, b2, b3) */
+    TSL_NPU_OP_ARGSORT = 18,  /* dst I32 = stable index order of each row of src0; params[0] 1 = descending */
     TSL_NPU_OP_COUNT
 };
+
+/* UNARY kinds the device implements (params[0]), numbered as tessel's UnaryOp (src/graph/op.hpp). */
+enum tsl_npu_unary {
+    TSL_NPU_UNARY_SILU = 0,
+    TSL_NPU_UNARY_GELU = 1, /* the tanh approximation */
+    TSL_NPU_UNARY_SIGMOID = 4,
+    TSL_NPU_UNARY_NEG = 5,
+    TSL_NPU_UNARY_EXP = 6,
+    TSL_NPU_UNARY_TANH = 8
+};
+
+/* GLU kinds the device implements (params[0]), numbered as tessel's GluOp. */
+enum tsl_npu_glu { TSL_NPU_GLU_SWIGLU = 0, TSL_NPU_GLU_GEGLU = 1 };
 
 /* GGUF type ids the device knows (ggml_type numbering). */
 enum tsl_npu_type {
@@ -77,6 +102,7 @@ enum tsl_npu_type {
     TSL_NPU_TYPE_Q8_0 = 8,
     TSL_NPU_TYPE_IQ4_NL = 20,
     TSL_NPU_TYPE_I32 = 26,
+    TSL_NPU_TYPE_I64 = 27,
     TSL_NPU_TYPE_MXFP4 = 39
 };
 
@@ -120,6 +146,27 @@ typedef struct tsl_npu_op_desc {
     uint16_t src[TSL_NPU_MAX_SRC];
     uint16_t dst[TSL_NPU_MAX_DST];
 } tsl_npu_op_desc;
+
+/* Kernel parameters of ROPE (op kparams), planned by the host in double precision from the node's
+ * op_params (formulas in src/cpu/ref/rope.cpp): pair j of a row at position p turns by
+ * theta_j = p * theta_scale^j / ff_j, interpolated with ramp(j) = 1 - clamp((j - corr_lo) /
+ * max(0.001, corr_hi - corr_lo), 0, 1); ext_factor == 0 means no YaRN mix. */
+typedef struct tsl_npu_rope_kparams {
+    double theta_scale; /* freq_base^(-2 / n_dims) */
+    double freq_scale;
+    double ext_factor;
+    double mscale; /* attn_factor, times 1 + 0.1 ln(1 / freq_scale) with YaRN */
+    double corr_lo;
+    double corr_hi;
+} tsl_npu_rope_kparams;
+
+/* Kernel parameters of SOFT_MAX: the ALiBi slope of head h is m0^(h + 1) for h < n_head_log2,
+ * else m1^(2 (h - n_head_log2) + 1) (all slopes 1 when max_bias == 0: m0 = m1 = 1). */
+typedef struct tsl_npu_softmax_kparams {
+    double m0;
+    double m1;
+    int64_t n_head_log2;
+} tsl_npu_softmax_kparams;
 
 /* Host -> device: run the batch at block_offset of the op-queue buffer. */
 typedef struct tsl_npu_batch_req {
@@ -182,6 +229,8 @@ TSL_NPU_STATIC_ASSERT(sizeof(tsl_npu_batch_req) == 40, "batch req layout");
 TSL_NPU_STATIC_ASSERT(sizeof(tsl_npu_batch_rsp) == 48, "batch rsp layout");
 TSL_NPU_STATIC_ASSERT(sizeof(tsl_npu_profile) == 88, "profile layout");
 TSL_NPU_STATIC_ASSERT(sizeof(tsl_npu_hwinfo) == 64, "hwinfo layout");
+TSL_NPU_STATIC_ASSERT(sizeof(tsl_npu_rope_kparams) <= TSL_NPU_KPARAMS_BYTES, "rope kparams fit");
+TSL_NPU_STATIC_ASSERT(sizeof(tsl_npu_softmax_kparams) <= TSL_NPU_KPARAMS_BYTES, "softmax kparams fit");
 TSL_NPU_STATIC_ASSERT(sizeof(tsl_npu_fence_slot) == TSL_NPU_FENCE_SLOT_BYTES, "fence slot layout");
 
 /* Byte offsets of the arrays of a batch block, and its total size. */
