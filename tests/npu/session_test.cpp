@@ -91,6 +91,28 @@ TEST_P(NpuSession, AddMulScaleMatchHostMath) {
     for (const OpProfile& p : profile) EXPECT_GE(p.record.stop_ns, p.record.start_ns);
 }
 
+TEST_P(NpuSession, ProfilePrintsALinePerOpAndPerBatch) {
+    Config cfg = test_config(GetParam());
+    cfg.profile = true;
+    NpuDevice dev(0, cfg);
+    auto backend = dev.init_backend({});
+    Graph g(dev);
+    Tensor& a = g.leaf({64, 3});
+    Tensor& b = g.leaf({64});
+    Graph::fill(a, 1.0f);
+    Graph::fill(b, 2.0f);
+    Tensor& sum = g.node(Op::ADD, a, &b);
+    Tensor& prod = g.node(Op::MUL, sum, &a);
+    ::testing::internal::CaptureStderr();
+    backend->graph_compute({&sum, &prod});
+    backend->synchronize();
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(err.find("npu-profile: NPU0 #1 op 0 ADD"), std::string::npos) << err;
+    EXPECT_NE(err.find("F32 [64, 3] x F32 [64] -> F32 [64, 3]"), std::string::npos) << err;
+    EXPECT_NE(err.find("npu-profile: NPU0 #1 op 1 MUL"), std::string::npos) << err;
+    EXPECT_NE(err.find("npu-profile: NPU0 #1 batch: 2/2 ops"), std::string::npos) << err;
+}
+
 TEST_P(NpuSession, ManySmallBatchesStayInOrder) {
     Config cfg = test_config(GetParam());
     cfg.opbatch = 1;  // one op per batch

@@ -39,6 +39,25 @@ void NpuBackend::flush() {
     batch_.reset();
 }
 
+namespace {
+
+// "Q4_0 [896, 4096] x F32 [896, 7] -> F32 [4096, 7]": the types and shapes a profile line shows.
+std::string profile_text(const Tensor& node) {
+    auto shape = [](const Tensor& t) {
+        std::string s = std::string(dtype_name(t.type)) + " [" + std::to_string(t.ne[0]);
+        int last = kMaxDims - 1;
+        while (last > 0 && t.ne[last] == 1) --last;
+        for (int i = 1; i <= last; ++i) s += ", " + std::to_string(t.ne[i]);
+        return s + "]";
+    };
+    std::string text;
+    for (const Tensor* s : node.src)
+        if (s) text += (text.empty() ? "" : " x ") + shape(*s);
+    return text + " -> " + shape(node);
+}
+
+}  // namespace
+
 void NpuBackend::throw_unfit(const Tensor& node, const std::vector<Operand>& operands) const {
     uint64_t bytes = 0;
     std::vector<int> seen;
@@ -70,6 +89,7 @@ void NpuBackend::graph_compute(const std::vector<Tensor*>& nodes, uint64_t graph
     recording_ = graph_uid != 0 ? &entry.batches : nullptr;
     try {
         const int verbose = session_.config().verbose;
+        const bool profile = session_.config().profile;
         for (Tensor* node : nodes) {
             if (is_no_op(*node)) continue;
             const DeviceOp op = translate(*node);
@@ -81,6 +101,7 @@ void NpuBackend::graph_compute(const std::vector<Tensor*>& nodes, uint64_t graph
             }
             const uint32_t idx = batch_.add(op.opcode, op_name(node->op), op.srcs, op.dsts, node->op_params.data());
             std::memcpy(batch_.last_op().kparams, op.kparams.data(), op.kparams.size());
+            if (profile) batch_.describe_last(profile_text(*node));
             if (verbose)
                 std::fprintf(stderr, "npu: %s op %u %s %s\n", session_.name().c_str(), idx, op_name(node->op), describe(*node).c_str());
         }

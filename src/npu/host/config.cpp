@@ -96,6 +96,7 @@ Config config_from_env() {
     c.poll = flag("TESSEL_NPU_OPPOLL");
     c.timeout_ms = static_cast<uint32_t>(number("TESSEL_NPU_TIMEOUT_MS", 10, 3600000, c.timeout_ms));
     c.verbose = static_cast<int>(number("TESSEL_NPU_VERBOSE", 0, 2, 0));
+    c.profile = flag("TESSEL_NPU_PROFILE");
     if (const char* v = env("TESSEL_NPU_OPFILTER")) {
         c.opfilter = v;
         try {

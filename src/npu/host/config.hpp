@@ -19,6 +19,7 @@ struct Config {
     bool poll = false;               ///< TESSEL_NPU_OPPOLL=1: spin instead of sleeping
     uint32_t timeout_ms = 10000;     ///< TESSEL_NPU_TIMEOUT_MS: no-progress limit
     int verbose = 0;                 ///< TESSEL_NPU_VERBOSE: 0, 1 (ops, batches) or 2 (+ descriptors)
+    bool profile = false;            ///< TESSEL_NPU_PROFILE=1: a line per op and per batch from the device's records
     std::string opfilter;            ///< TESSEL_NPU_OPFILTER: ECMAScript regex of op names not to claim
     bool hostbuf = false;            ///< TESSEL_NPU_HOSTBUF=1: CPU compute buffers in NPU-HOST memory
     uint32_t n_threads = 2;          ///< TESSEL_NPU_THREADS: device worker threads

@@ -106,6 +106,7 @@ uint32_t OpBatch::add(uint32_t opcode, const std::string& name, const std::vecto
     for (size_t i = 0; i < dsts.size(); ++i) op.dst[i] = index(dsts[i]);
     ops_.push_back(op);
     names_.push_back(name);
+    details_.emplace_back();
     return static_cast<uint32_t>(ops_.size() - 1);
 }
 
@@ -146,6 +147,7 @@ void OpBatch::reset() {
     tensors_.clear();
     ops_.clear();
     names_.clear();
+    details_.clear();
     buf_by_fd_.clear();
     tensor_by_ptr_.clear();
     tensor_by_shape_.clear();

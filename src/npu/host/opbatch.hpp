@@ -62,6 +62,8 @@ public:
                  const int32_t* params);
     /// Direct access to the last op's descriptor (e.g. to fill kernel params).
     tsl_npu_op_desc& last_op() { return ops_.back(); }
+    /// Attaches a description (types, shapes) to the last op, for profile lines.
+    void describe_last(std::string text) { details_.back() = std::move(text); }
 
     /// Writes the block (buffers ordered by size, largest first) to `block`, which must hold
     /// block_size() bytes, and fills req's counts and block_size (seq and offset are the queue's).
@@ -69,6 +71,8 @@ public:
     uint64_t block_size() const { return tsl_npu_block_size(n_bufs(), n_tensors(), n_ops()); }
     /// Names of the ops in order (logs, profiles).
     const std::vector<std::string>& op_names() const { return names_; }
+    /// Descriptions given by describe_last ("" where none).
+    const std::vector<std::string>& op_details() const { return details_; }
     /// Descriptor tables as they stand (buffer order before write()'s sort), for tests and logs.
     const std::vector<tsl_npu_buf_desc>& buffers() const { return bufs_; }
     const std::vector<tsl_npu_tensor_desc>& tensors() const { return tensors_; }
@@ -90,6 +94,7 @@ private:
     std::vector<tsl_npu_tensor_desc> tensors_;
     std::vector<tsl_npu_op_desc> ops_;
     std::vector<std::string> names_;
+    std::vector<std::string> details_;
     std::unordered_map<int32_t, uint32_t> buf_by_fd_;
     std::unordered_map<const Tensor*, uint16_t> tensor_by_ptr_;
     std::map<ShapeKey, uint16_t> tensor_by_shape_;

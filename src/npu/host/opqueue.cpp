@@ -8,8 +8,8 @@
 
 namespace tessel::npu {
 
-OpQueue::OpQueue(Link& link, const std::string& name, uint32_t depth, uint64_t slot_bytes, int verbose)
-    : link_(link), name_(name), depth_(depth), slot_bytes_((slot_bytes + 63) / 64 * 64), verbose_(verbose), slots_(depth) {
+OpQueue::OpQueue(Link& link, const std::string& name, uint32_t depth, uint64_t slot_bytes, int verbose, bool profile)
+    : link_(link), name_(name), depth_(depth), slot_bytes_((slot_bytes + 63) / 64 * 64), verbose_(verbose), print_profile_(profile), slots_(depth) {
     mem_ = std::make_unique<ShmBuffer>(name + "-opqueue", static_cast<size_t>(slot_bytes_ * depth));
     if (const int32_t st = link_.map(*mem_, 0); st != TSL_NPU_OK)
         throw Error(ErrorCode::Io, name_ + ": the device did not map the op queue (" + tsl_npu_status_name(st) + ")");
@@ -36,6 +36,8 @@ int32_t OpQueue::push(const OpBatch& batch) {
     slot.req.block_offset = ((seq - 1) % depth_) * slot_bytes_;
     batch.write(mem_->data() + slot.req.block_offset, slot.req);
     slot.ops = batch.op_names();
+    if (print_profile_) slot.details = batch.op_details();
+    slot.pushed = std::chrono::steady_clock::now();
     if (verbose_)
         std::fprintf(stderr, "npu: %s batch #%llu push: bufs %u tensors %u ops %u bytes %llu mapped %llu\n", name_.c_str(),
                      static_cast<unsigned long long>(seq), slot.req.n_bufs, slot.req.n_tensors, slot.req.n_ops,
@@ -60,6 +62,21 @@ int32_t OpQueue::push(const OpBatch& batch) {
     return TSL_NPU_OK;
 }
 
+void OpQueue::print_profile(uint64_t seq, const Slot& slot, const tsl_npu_batch_rsp& rsp) const {
+    const double host_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - slot.pushed).count();
+    for (size_t i = 0; i < profile_.size(); ++i) {
+        const tsl_npu_profile& r = profile_[i].record;
+        const double us = r.stop_ns >= r.start_ns ? static_cast<double>(r.stop_ns - r.start_ns) / 1e3 : 0.0;
+        const std::string& detail = i < slot.details.size() ? slot.details[i] : std::string();
+        std::fprintf(stderr, "npu-profile: %s #%llu op %zu %-10s %10.1f us %12llu cycles  %s\n", name_.c_str(),
+                     static_cast<unsigned long long>(seq), i, profile_[i].op.c_str(), us, static_cast<unsigned long long>(r.cycles),
+                     detail.c_str());
+    }
+    std::fprintf(stderr, "npu-profile: %s #%llu batch: %u/%u ops, %.1f us on the device, %.1f us from push to answer, %s\n",
+                 name_.c_str(), static_cast<unsigned long long>(seq), rsp.n_done, rsp.n_ops,
+                 static_cast<double>(last_batch_ns_) / 1e3, host_us, tsl_npu_status_name(rsp.status));
+}
+
 int32_t OpQueue::pop() {
     if (in_flight() == 0) return TSL_NPU_OK;
     tsl_npu_batch_rsp rsp{};
@@ -77,6 +94,7 @@ int32_t OpQueue::pop() {
     const auto* rec = reinterpret_cast<const tsl_npu_profile*>(
         mem_->data() + slot.req.block_offset + tsl_npu_block_profile_offset(slot.req.n_bufs, slot.req.n_tensors, slot.req.n_ops));
     for (uint32_t i = 0; i < rsp.n_done; ++i) profile_.push_back({slot.ops[i], rec[i]});
+    if (print_profile_) print_profile(want, slot, rsp);
     if (verbose_)
         std::fprintf(stderr, "npu: %s batch #%llu done: status %s ops %u/%u %.1f us\n", name_.c_str(),
                      static_cast<unsigned long long>(want), tsl_npu_status_name(rsp.status), rsp.n_done, rsp.n_ops,

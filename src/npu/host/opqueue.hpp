@@ -5,6 +5,7 @@
 // device's per-op profile records are read back from the slot.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -27,7 +28,8 @@ class OpQueue {
 public:
     /// Allocates depth slots of slot_bytes each (shared memory) and maps them on the device.
     /// Throws tessel::Error(Io) when the memory cannot be had or the device does not map it.
-    OpQueue(Link& link, const std::string& name, uint32_t depth, uint64_t slot_bytes, int verbose);
+    /// With `profile`, every answered batch prints one line per op and one for the batch on stderr.
+    OpQueue(Link& link, const std::string& name, uint32_t depth, uint64_t slot_bytes, int verbose, bool profile);
 
     /// Sends `batch` (non-empty, block_size() <= slot size) as sequence last_seq() + 1. A full queue
     /// first takes one response. Returns TSL_NPU_OK or the status of the failure (the queue is then
@@ -51,8 +53,10 @@ public:
 private:
     struct Slot {
         tsl_npu_batch_req req{};
-        std::vector<std::string> ops;
+        std::vector<std::string> ops, details;
+        std::chrono::steady_clock::time_point pushed;
     };
+    void print_profile(uint64_t seq, const Slot& slot, const tsl_npu_batch_rsp& rsp) const;
     int32_t fail(int32_t status, const std::string& why);
 
     Link& link_;
@@ -60,6 +64,7 @@ private:
     uint32_t depth_;
     uint64_t slot_bytes_;
     int verbose_;
+    bool print_profile_;
     std::unique_ptr<ShmBuffer> mem_;
     std::vector<Slot> slots_;
     uint64_t sent_ = 0, done_ = 0;

@@ -20,7 +20,7 @@ Session::Session(const std::string& name, const Config& cfg) : name_(name), cfg_
                                                     " bytes of device address space (TESSEL_NPU_OPQUEUE=" + std::to_string(cfg_.opqueue) +
                                                     " x TESSEL_NPU_OPBATCH=" + std::to_string(cfg_.opbatch) +
                                                     "), more than half of TESSEL_NPU_VMEM=" + std::to_string(cfg_.max_mapped));
-    queue_ = std::make_unique<OpQueue>(*link_, name_, cfg_.opqueue, OpBatch::max_block_size(limits()), cfg_.verbose);
+    queue_ = std::make_unique<OpQueue>(*link_, name_, cfg_.opqueue, OpBatch::max_block_size(limits()), cfg_.verbose, cfg_.profile);
     fences_ = std::make_unique<ShmBuffer>(name_ + "-fences", n_fence_slots_ * TSL_NPU_FENCE_SLOT_BYTES);
     if (const int32_t st = link_->map(*fences_, TSL_NPU_BUF_FENCE); st != TSL_NPU_OK)
         throw Error(ErrorCode::Device, name_ + ": the device did not map the fence buffer (" + tsl_npu_status_name(st) + ")");
