@@ -93,6 +93,10 @@ public:
     virtual void event_record(Event& e) = 0;
     /// Makes later work on this stream wait for `e` (recorded on any backend).
     virtual void event_wait(Event& e) = 0;
+    /// Tells the stream whether it has nothing to do for a while (true while another device
+    /// computes; false before its next work). A CPU backend parks its idle workers instead of
+    /// letting them spin. Default: ignored.
+    virtual void set_idle(bool idle) { (void)idle; }
 };
 
 }  // namespace tessel

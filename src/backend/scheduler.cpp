@@ -1,5 +1,6 @@
 #include "backend/scheduler.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <string>
 
@@ -193,9 +194,12 @@ void Scheduler::allocate(Graph& g) {
 }
 
 void Scheduler::compute() {
+    const bool mixed = std::any_of(splits_.begin(), splits_.end(), [&](const Split& s) { return s.backend != cpu_; });
     std::vector<uint8_t> staging;
     for (size_t i = 0; i < splits_.size(); ++i) {
         Split& s = splits_[i];
+        // While an accelerator computes, the CPU's workers sleep rather than spin.
+        if (mixed) cpu_->set_idle(s.backend != cpu_);
         if (i > 0) s.backend->event_wait(*events_[i - 1]);
         for (auto& [src, copy] : s.copies) {
             if (Backend* producer = backend_of(*src)) producer->synchronize();
@@ -208,6 +212,7 @@ void Scheduler::compute() {
         s.backend->event_record(*events_[i]);
     }
     for (Backend* b : backends_) b->synchronize();
+    if (mixed) cpu_->set_idle(false);
 }
 
 Backend* Scheduler::backend_of(const Tensor& t) const {

@@ -81,6 +81,10 @@ public:
     }
     void event_record(Event&) override {}
     void event_wait(Event& e) override { e.synchronize(); }
+    void set_idle(bool idle) override {
+        if (idle) pool_.pause();
+        else pool_.resume();
+    }
 
 private:
     /// Nodes that touch fewer bytes than this run on the calling thread alone: handing a few

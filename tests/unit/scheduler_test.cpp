@@ -178,6 +178,53 @@ TEST(Scheduler, AcceleratorTakesWhatItSupportsAndCpuTakesTheRest) {
     EXPECT_EQ(sg.result(), run_cpu_only());  // bit-identical: same reference kernels
 }
 
+// The CPU backend, recording what the scheduler tells it about idleness.
+class IdleRecordingCpu final : public Backend {
+public:
+    explicit IdleRecordingCpu(int threads) : cpu_(cpu::cpu_device().init_backend({threads})) {}
+    Device& device() override { return cpu_->device(); }
+    void graph_compute(const std::vector<Tensor*>& nodes, uint64_t uid = 0) override {
+        EXPECT_FALSE(idle) << "the CPU computes while told it is idle";
+        cpu_->graph_compute(nodes, uid);
+    }
+    void synchronize() override { cpu_->synchronize(); }
+    void event_record(Event& e) override { cpu_->event_record(e); }
+    void event_wait(Event& e) override { cpu_->event_wait(e); }
+    void set_idle(bool i) override {
+        idle = i;
+        calls.push_back(i);
+        cpu_->set_idle(i);
+    }
+    bool idle = false;
+    std::vector<bool> calls;
+
+private:
+    std::unique_ptr<Backend> cpu_;
+};
+
+TEST(Scheduler, CpuIsIdleWhileTheAcceleratorComputes) {
+    FakeDevice fake({Op::ADD});
+    auto fb = fake.init_backend({});
+    IdleRecordingCpu cpu(2);
+    SmallGraph sg;
+    Scheduler s({fb.get(), &cpu});
+    s.allocate(sg.g);
+    ASSERT_EQ(s.splits().size(), 4u);  // ADD (fake) | SCALE | ADD (fake) | SCALE
+    sg.set_inputs();
+    s.compute();
+    EXPECT_EQ(cpu.calls, (std::vector<bool>{true, false, true, false, false}));
+    EXPECT_FALSE(cpu.idle);
+    EXPECT_EQ(sg.result(), run_cpu_only());
+
+    IdleRecordingCpu alone(2);  // a CPU-only graph is never told anything
+    SmallGraph sg2;
+    Scheduler s2({&alone});
+    s2.allocate(sg2.g);
+    sg2.set_inputs();
+    s2.compute();
+    EXPECT_TRUE(alone.calls.empty());
+}
+
 TEST(Scheduler, DecliningAcceleratorFallsBackToCpuWithoutError) {
     FakeDevice fake({});  // supports nothing
     auto fb = fake.init_backend({});
