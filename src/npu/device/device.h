@@ -97,8 +97,8 @@ void tsl_npu_device_release(tsl_npu_device* d);
 /* Runs the batch described by `req` whose block (req->block_size bytes) starts at `block`.
  * Validates counts and every descriptor before running anything, then runs the ops in order,
  * storing each op's profile record in the block; the VTCM allocator is reset to the op's stated
- * scratch_bytes before each op. Increments *heartbeat after every op (progress
- * the host watches) and stops with TSL_NPU_ERR_CANCELLED when *cancel becomes non-zero between ops.
+ * scratch_bytes before each op. Increments *heartbeat after every op (progress the host watches)
+ * and stops with TSL_NPU_ERR_CANCELLED when *cancel becomes non-zero between ops.
  * Fills *rsp (seq, status, n_done, counts, err_op, start/stop) and returns rsp->status. */
 int32_t tsl_npu_device_run(tsl_npu_device* d, uint8_t* block, const tsl_npu_batch_req* req, tsl_npu_batch_rsp* rsp,
                            volatile uint64_t* heartbeat, volatile const uint32_t* cancel);
