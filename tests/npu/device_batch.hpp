@@ -1,5 +1,6 @@
-// Test helper for the device runtime: a device on the posix platform (2 workers), shared buffers
-// mapped on it by fd, and a builder that lays out a batch block by hand in a queue buffer.
+// Test helper for the device runtime: a device on the posix platform (2 workers, 1 MiB of VTCM),
+// shared buffers mapped on it by fd, and a builder that lays out a batch block by hand in a queue
+// buffer.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -87,9 +88,9 @@ struct BatchBuilder {
 class DeviceTest : public ::testing::Test {
 protected:
     void SetUp() override {
-        ASSERT_EQ(tsl_npu_posix_platform_create(2, &platform_), TSL_NPU_OK);
+        ASSERT_EQ(tsl_npu_posix_platform_create(2, kVtcmBytes, &platform_), TSL_NPU_OK);
         device_ = std::make_unique<tsl_npu_device>();
-        ASSERT_EQ(tsl_npu_device_init(device_.get(), &platform_, 1u << 20), TSL_NPU_OK);
+        ASSERT_EQ(tsl_npu_device_init(device_.get(), &platform_), TSL_NPU_OK);
         ASSERT_EQ(map(data_), TSL_NPU_OK);
     }
     void TearDown() override {
@@ -115,6 +116,7 @@ protected:
         return reinterpret_cast<T*>(data_.data() + offset);
     }
 
+    static constexpr uint64_t kVtcmBytes = 1u << 20;  ///< the test device's scratchpad
     tsl_npu_platform platform_{};
     std::unique_ptr<tsl_npu_device> device_;
     npu::ShmBuffer data_{"npu-device-test-data", 1 << 20};

@@ -89,6 +89,9 @@ int32_t tsl_npu_batch_check(const tsl_npu_device* d, uint8_t* block, const tsl_n
         /* a tile's bytes are not the tensor's: only ops written for tiles take them */
         status = !kind->reads_tiles && tsl_npu_any_repacked(&c) ? TSL_NPU_ERR_BAD_TYPE : kind->check(&c);
         if (status != TSL_NPU_OK) return status;
+        const tsl_npu_kparams_header h = tsl_npu_op_header(op);
+        if (h.flags != 0) return TSL_NPU_ERR_BAD_DESC;
+        if (h.scratch_bytes > d->vtcm.size) return TSL_NPU_ERR_NO_VTCM;
     }
     *err_op = TSL_NPU_BATCH_REFUSED;
     return TSL_NPU_OK;
@@ -114,6 +117,7 @@ void tsl_npu_batch_resolve(const tsl_npu_batch* b, const tsl_npu_platform* platf
     const tsl_npu_op_desc* op = &b->ops[i];
     c->platform = platform;
     c->op = op;
+    c->vtcm = 0;
     c->bytes = 0;
     for (int s = 0; s < TSL_NPU_MAX_SRC; ++s) resolve_view(b, op->src[s], &c->src[s]);
     for (int s = 0; s < TSL_NPU_MAX_DST; ++s) resolve_view(b, op->dst[s], &c->dst[s]);

@@ -26,7 +26,8 @@ typedef struct tsl_npu_batch {
  *    most 2^48 elements; for F32/F16/I32 every element inside [offset, offset + size) and offset
  *    and strides multiples of the element size -> BAD_DESC;
  *  - ops: opcode known (UNKNOWN_OP), src/dst indices < n_tensors or TSL_NPU_NONE, the op's
- *    required src/dst present (BAD_DESC), then the op's own type/shape check.
+ *    required src/dst present (BAD_DESC), then the op's own type/shape check, then its kparams
+ *    header: flags 0 (BAD_DESC), scratch_bytes <= the device's VTCM (TSL_NPU_ERR_NO_VTCM).
  * Fills *b and returns TSL_NPU_OK, or a status with *err_op = the failing op's index, or
  * TSL_NPU_BATCH_REFUSED when no op is to blame. */
 int32_t tsl_npu_batch_check(const tsl_npu_device* d, uint8_t* block, const tsl_npu_batch_req* req, tsl_npu_batch* b,

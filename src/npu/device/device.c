@@ -6,10 +6,12 @@
 
 static const char k_device_name[] = "tessel virtual NPU";
 
-int32_t tsl_npu_device_init(tsl_npu_device* d, const tsl_npu_platform* platform, uint64_t vtcm_bytes) {
+int32_t tsl_npu_device_init(tsl_npu_device* d, const tsl_npu_platform* platform) {
     __builtin_memset(d, 0, sizeof *d);
     d->platform = *platform;
-    d->vtcm_bytes = vtcm_bytes;
+    uint64_t scratch_bytes = 0;
+    void* scratch = platform->scratch ? platform->scratch(platform->ctx, &scratch_bytes) : 0;
+    tsl_npu_vtcm_init(&d->vtcm, scratch, scratch ? scratch_bytes : 0);
     for (uint32_t i = 0; i < TSL_NPU_DEVICE_MAX_MAPPINGS; ++i) {
         d->mappings[i].host_fd = -1;
         d->mappings[i].local_fd = -1;
@@ -21,7 +23,7 @@ void tsl_npu_device_hwinfo(const tsl_npu_device* d, tsl_npu_hwinfo* out) {
     __builtin_memset(out, 0, sizeof *out);
     out->proto_version = TSL_NPU_PROTO_VERSION;
     out->n_threads = d->platform.n_threads;
-    out->vtcm_bytes = d->vtcm_bytes;
+    out->vtcm_bytes = d->vtcm.size;
     out->matrix_unit = 0;
     out->max_bufs = TSL_NPU_DEVICE_MAX_MAPPINGS;
     _Static_assert(sizeof k_device_name <= sizeof out->name, "device name fits hwinfo.name");
@@ -98,7 +100,7 @@ static int32_t hang(const tsl_npu_device* d, volatile const uint32_t* cancel) {
 }
 
 /* Runs the ops of a checked batch in order; stops at the first failure or at a cancel. */
-static int32_t run_ops(const tsl_npu_device* d, const tsl_npu_batch* b, tsl_npu_batch_rsp* rsp,
+static int32_t run_ops(tsl_npu_device* d, const tsl_npu_batch* b, tsl_npu_batch_rsp* rsp,
                        volatile uint64_t* heartbeat, volatile const uint32_t* cancel) {
     const tsl_npu_platform* p = &d->platform;
     __builtin_memset(b->profile, 0, (uint64_t)b->n_ops * sizeof(tsl_npu_profile));
@@ -112,6 +114,8 @@ static int32_t run_ops(const tsl_npu_device* d, const tsl_npu_batch* b, tsl_npu_
         const uint64_t cycles0 = p->cycles(p->ctx);
         tsl_npu_op_ctx c;
         tsl_npu_batch_resolve(b, p, i, &c);
+        tsl_npu_vtcm_reset(&d->vtcm, tsl_npu_op_scratch(&b->ops[i]));
+        c.vtcm = &d->vtcm;
         const int32_t status = tsl_npu_op_lookup(b->ops[i].opcode)->run(&c);
         prof->cycles = p->cycles(p->ctx) - cycles0;
         prof->stop_ns = p->now_ns(p->ctx);

@@ -12,6 +12,7 @@
 #ifndef TESSEL_NPU_DEVICE_H
 #define TESSEL_NPU_DEVICE_H
 
+#include "npu/device/vtcm.h"
 #include "npu/proto/proto.h"
 
 #ifdef __cplusplus
@@ -39,6 +40,10 @@ typedef struct tsl_npu_platform {
     void (*parallel)(void* ctx, tsl_npu_task_fn fn, void* arg);
     /* Gives up the processor for about a millisecond (used while a hung test device waits). */
     void (*idle)(void* ctx);
+    /* The session's scratchpad (VTCM): its base, 64-byte aligned, with its size in bytes in
+     * *bytes; NULL and 0 when the platform has none (NULL function: none either). The block stays
+     * valid until the platform is destroyed. */
+    void* (*scratch)(void* ctx, uint64_t* bytes);
     uint32_t n_threads;
 } tsl_npu_platform;
 
@@ -61,15 +66,15 @@ enum tsl_npu_fault {
 
 typedef struct tsl_npu_device {
     tsl_npu_platform platform;
-    uint64_t vtcm_bytes;
+    tsl_npu_vtcm vtcm; /* the platform's scratchpad; each op gets its stated share */
     uint32_t fault; /* enum tsl_npu_fault */
     uint32_t n_mappings;
     tsl_npu_mapping mappings[TSL_NPU_DEVICE_MAX_MAPPINGS];
 } tsl_npu_device;
 
-/* Prepares `d` (caller-owned storage) with the platform's services and a scratchpad budget of
- * vtcm_bytes. Returns TSL_NPU_OK. */
-int32_t tsl_npu_device_init(tsl_npu_device* d, const tsl_npu_platform* platform, uint64_t vtcm_bytes);
+/* Prepares `d` (caller-owned storage) with the platform's services; its VTCM is the platform's
+ * scratch block (none when the platform has none). Returns TSL_NPU_OK. */
+int32_t tsl_npu_device_init(tsl_npu_device* d, const tsl_npu_platform* platform);
 
 /* Fills what the device reports at session start (protocol version, threads, scratchpad). */
 void tsl_npu_device_hwinfo(const tsl_npu_device* d, tsl_npu_hwinfo* out);
@@ -91,8 +96,9 @@ void tsl_npu_device_release(tsl_npu_device* d);
 
 /* Runs the batch described by `req` whose block (req->block_size bytes) starts at `block`.
  * Validates counts and every descriptor before running anything, then runs the ops in order,
- * storing each op's profile record in the block. Increments *heartbeat after every op (progress
- * the host watches) and stops with TSL_NPU_ERR_CANCELLED when *cancel becomes non-zero between ops.
+ * storing each op's profile record in the block; the VTCM allocator is reset to the op's stated
+ * scratch_bytes before each op. Increments *heartbeat after every op (progress the host watches)
+ * and stops with TSL_NPU_ERR_CANCELLED when *cancel becomes non-zero between ops.
  * Fills *rsp (seq, status, n_done, counts, err_op, start/stop) and returns rsp->status. */
 int32_t tsl_npu_device_run(tsl_npu_device* d, uint8_t* block, const tsl_npu_batch_req* req, tsl_npu_batch_rsp* rsp,
                            volatile uint64_t* heartbeat, volatile const uint32_t* cancel);

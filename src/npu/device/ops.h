@@ -23,10 +23,13 @@ typedef struct tsl_npu_view {
     uint64_t size;
 } tsl_npu_view;
 
-/* One op of a batch: its descriptor and its resolved tensors (unused slots have data == NULL). */
+/* One op of a batch: its descriptor and its resolved tensors (unused slots have data == NULL).
+ * vtcm is the scratchpad, reset to the op's stated scratch_bytes (tsl_npu_op_scratch) before run;
+ * NULL in check. */
 typedef struct tsl_npu_op_ctx {
     const tsl_npu_platform* platform;
     const tsl_npu_op_desc* op;
+    tsl_npu_vtcm* vtcm;
     tsl_npu_view src[TSL_NPU_MAX_SRC];
     tsl_npu_view dst[TSL_NPU_MAX_DST];
     uint64_t bytes; /* set by run: bytes read plus bytes written (profile counter 0) */
@@ -41,6 +44,16 @@ typedef struct tsl_npu_op_kind {
     int32_t (*run)(tsl_npu_op_ctx* c);
     uint8_t reads_tiles; /* 1: operands may be 32x32 tiles (REPACKED); else the executor refuses them */
 } tsl_npu_op_kind;
+
+/* The kparams header of op `op` (proto.h): what the host planned for every op. */
+static inline tsl_npu_kparams_header tsl_npu_op_header(const tsl_npu_op_desc* op) {
+    tsl_npu_kparams_header h;
+    __builtin_memcpy(&h, op->kparams, sizeof h);
+    return h;
+}
+
+/* Scratch bytes op `op` states it needs. */
+static inline uint64_t tsl_npu_op_scratch(const tsl_npu_op_desc* op) { return tsl_npu_op_header(op).scratch_bytes; }
 
 /* The implementation of `opcode`, or NULL when the device has none. */
 const tsl_npu_op_kind* tsl_npu_op_lookup(uint32_t opcode);

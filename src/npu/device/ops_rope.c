@@ -2,7 +2,8 @@
  * src1 I32 [T] and optional frequency factors src2 F32 [>= n_dims/2], into dst (x's type and
  * shape). params[1] = n_dims (even, 2..min(D, TSL_NPU_ROPE_MAX_DIMS)), params[2] = mode (0 NORM:
  * pairs (2j, 2j+1); 2 NEOX: pairs (j, j + n_dims/2)); elements past n_dims are copied. The host
- * plans the rest in double (tsl_npu_rope_kparams). Pair j at position p turns by
+ * plans the rest in double (tsl_npu_rope_kparams, at TSL_NPU_KPARAMS_BODY of kparams). Pair j at
+ * position p turns by
  *   theta = freq_scale * e                         e = p * theta_scale^j / ff_j
  *   theta = theta (1 - mix) + e mix                with YaRN (ext_factor != 0),
  *           mix = ext_factor (1 - clamp((j - corr_lo) / max(0.001, corr_hi - corr_lo), 0, 1))
@@ -58,7 +59,7 @@ static void rope_rows(void* arg, uint32_t worker, uint32_t n_workers) {
     const tsl_npu_view* pos = &c->src[1];
     const tsl_npu_view* d = &c->dst[0];
     tsl_npu_rope_kparams kp;
-    __builtin_memcpy(&kp, c->op->kparams, sizeof kp);
+    __builtin_memcpy(&kp, c->op->kparams + TSL_NPU_KPARAMS_BODY, sizeof kp);
     const int64_t n_dims = c->op->params[1];
     const int neox = c->op->params[2] == 2;
     const int64_t half = n_dims / 2, D = x->ne[0];

@@ -27,6 +27,8 @@ typedef struct posix_pool {
     uint32_t n_threads;
     uint32_t n_started;
     pthread_t* threads;
+    void* scratch; /* the VTCM stand-in: scratch_bytes, 64-byte aligned (NULL when 0 bytes) */
+    uint64_t scratch_bytes;
 } posix_pool;
 
 typedef struct posix_worker_start {
@@ -70,6 +72,12 @@ static void posix_idle(void* ctx) {
     (void)ctx;
     const struct timespec ms = {0, 1000000};
     nanosleep(&ms, NULL);
+}
+
+static void* posix_scratch(void* ctx, uint64_t* bytes) {
+    const posix_pool* pool = (const posix_pool*)ctx;
+    *bytes = pool->scratch_bytes;
+    return pool->scratch;
 }
 
 static void* posix_worker(void* arg) {
@@ -123,17 +131,24 @@ static void pool_stop(posix_pool* pool) {
     pthread_cond_destroy(&pool->wake);
     pthread_mutex_destroy(&pool->lock);
     free(pool->threads);
+    free(pool->scratch);
     free(pool);
 }
 
-int32_t tsl_npu_posix_platform_create(uint32_t n_threads, tsl_npu_platform* out) {
+int32_t tsl_npu_posix_platform_create(uint32_t n_threads, uint64_t vtcm_bytes, tsl_npu_platform* out) {
     memset(out, 0, sizeof *out);
     if (n_threads == 0) n_threads = 1;
+    if (vtcm_bytes > (uint64_t)SIZE_MAX - 63u) return TSL_NPU_ERR_NO_MEMORY;
     posix_pool* pool = (posix_pool*)calloc(1, sizeof *pool);
     if (!pool) return TSL_NPU_ERR_NO_MEMORY;
     pool->n_threads = n_threads;
     pool->threads = (pthread_t*)calloc(n_threads, sizeof(pthread_t));
-    if (!pool->threads) {
+    /* aligned_alloc wants a multiple of the alignment; the device sees vtcm_bytes of it */
+    pool->scratch = vtcm_bytes ? aligned_alloc(64, (size_t)((vtcm_bytes + 63u) & ~(uint64_t)63u)) : NULL;
+    pool->scratch_bytes = pool->scratch ? vtcm_bytes : 0;
+    if (!pool->threads || (vtcm_bytes && !pool->scratch)) {
+        free(pool->scratch);
+        free(pool->threads);
         free(pool);
         return TSL_NPU_ERR_NO_MEMORY;
     }
@@ -160,6 +175,7 @@ int32_t tsl_npu_posix_platform_create(uint32_t n_threads, tsl_npu_platform* out)
     out->cycles = posix_cycles;
     out->parallel = posix_parallel;
     out->idle = posix_idle;
+    out->scratch = posix_scratch;
     out->n_threads = n_threads;
     return TSL_NPU_OK;
 }

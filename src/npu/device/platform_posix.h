@@ -11,10 +11,10 @@
 extern "C" {
 #endif
 
-/* Fills *out with the services above and starts n_threads - 1 workers (n_threads 0 counts as 1).
- * Returns TSL_NPU_OK, or TSL_NPU_ERR_NO_MEMORY when memory or a thread cannot be had (then
- * nothing is left to destroy). */
-int32_t tsl_npu_posix_platform_create(uint32_t n_threads, tsl_npu_platform* out);
+/* Fills *out with the services above, starts n_threads - 1 workers (n_threads 0 counts as 1) and
+ * allocates a scratchpad of vtcm_bytes (0: none). Returns TSL_NPU_OK, or TSL_NPU_ERR_NO_MEMORY
+ * when memory or a thread cannot be had (then nothing is left to destroy). */
+int32_t tsl_npu_posix_platform_create(uint32_t n_threads, uint64_t vtcm_bytes, tsl_npu_platform* out);
 
 /* Stops and joins the workers and frees what create allocated; *p is zeroed. Call once, when no
  * parallel call is running. */

@@ -44,8 +44,14 @@ Session& NpuDevice::session() {
     return *session_;
 }
 
+DeviceBudget NpuDevice::budget() const {
+    std::lock_guard lock(mu_);
+    if (session_) return budget_of(session_->hwinfo());
+    return DeviceBudget{cfg_.vtcm_bytes, cfg_.n_threads};
+}
+
 bool NpuDevice::supports_op(const Tensor& t) const {
-    if (!device_supports(t)) return false;
+    if (!device_supports(t, budget())) return false;
     return !(opfilter_ && std::regex_search(op_name(t.op), *opfilter_));
 }
 

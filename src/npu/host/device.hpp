@@ -16,6 +16,7 @@
 #include "backend/backend.hpp"
 #include "npu/host/buffer.hpp"
 #include "npu/host/config.hpp"
+#include "npu/host/plan.hpp"
 
 namespace tessel {
 class Registry;
@@ -38,9 +39,13 @@ public:
     void memory(size_t& free, size_t& total) const override;
     std::unique_ptr<Backend> init_backend(const BackendParams& params) override;
     BufferType& buffer_type() override { return device_buft_; }
-    /// ADD, MUL, SCALE and CPY/CONT/DUP over F32 and F16, minus ops whose name matches
-    /// TESSEL_NPU_OPFILTER and nodes reading a tiled weight (no device kernel reads tiles yet).
+    /// The ops device_supports() accepts (translate.hpp) under budget(), minus ops whose name
+    /// matches TESSEL_NPU_OPFILTER and nodes reading a tiled weight (no device kernel reads tiles
+    /// yet). A node whose VTCM plan exceeds the budget is declined: the CPU takes it.
     bool supports_op(const Tensor& t) const override;
+    /// What the device offers planning: the open session's hwinfo (VTCM bytes, threads), or before
+    /// the session opens the configuration the device will be started with.
+    DeviceBudget budget() const;
     bool supports_buft(const BufferType& bt) const override { return &bt == &device_buft_ || &bt == &host_buft_; }
     /// "host_buffer_type": the NPUn-HOST BufferType*; "cpu_compute_buffer_type": the same when
     /// TESSEL_NPU_HOSTBUF=1 (the scheduler then gives the CPU its compute memory there), else nullptr.
@@ -58,7 +63,7 @@ private:
     Config cfg_;
     std::unique_ptr<std::regex> opfilter_;
     NpuBufferType device_buft_, host_buft_;
-    std::mutex mu_;
+    mutable std::mutex mu_;
     std::unique_ptr<Session> session_;
     std::string open_error_;
 };

@@ -120,11 +120,12 @@ bool argsort_ok(const Tensor& t) {
            (t.op_params[0] == 0 || t.op_params[0] == 1);
 }
 
-// Kernel parameters (formulas of src/cpu/ref/rope.cpp and cpu/ref/attention.cpp, in double).
+// Kernel parameters (formulas of src/cpu/ref/rope.cpp and cpu/ref/attention.cpp, in double),
+// after the kparams header.
 template <typename K>
 void put_kparams(DeviceOp& d, const K& k) {
-    static_assert(sizeof(K) <= TSL_NPU_KPARAMS_BYTES);
-    std::memcpy(d.kparams.data(), &k, sizeof k);
+    static_assert(sizeof(K) <= TSL_NPU_KPARAMS_BYTES - TSL_NPU_KPARAMS_BODY);
+    std::memcpy(d.kparams.data() + TSL_NPU_KPARAMS_BODY, &k, sizeof k);
 }
 
 tsl_npu_rope_kparams rope_kparams(const Tensor& t) {
@@ -160,9 +161,8 @@ tsl_npu_softmax_kparams softmax_kparams(const Tensor& t) {
     return k;
 }
 
-}  // namespace
-
-bool device_supports(const Tensor& t) {
+// The op, types, shapes and op_params the device implements (the budget aside).
+bool op_supported(const Tensor& t) {
     // No device kernel reads 32x32 tiles yet: a node reading a tiled weight goes to the CPU, which
     // gets the GGUF bytes through get_tensor.
     for (const Tensor* s : t.src)
@@ -190,10 +190,18 @@ bool device_supports(const Tensor& t) {
     }
 }
 
-DeviceOp translate(const Tensor& t) {
-    if (!device_supports(t))
+}  // namespace
+
+bool device_supports(const Tensor& t, const DeviceBudget& budget) {
+    return op_supported(t) && plan_fits(t, budget);
+}
+
+DeviceOp translate(const Tensor& t, const DeviceBudget& budget) {
+    if (!op_supported(t))
         throw Error(ErrorCode::Unsupported, "NPU: the device does not implement " + describe(t) + " (" + op_name(t.op) + ")");
+    const tsl_npu_kparams_header header = plan_header(t, budget);
     DeviceOp d;
+    std::memcpy(d.kparams.data(), &header, sizeof header);
     // src[] indices of the node's sources, in the device's order (-1: end)
     int order[3] = {0, -1, -1};
     switch (t.op) {

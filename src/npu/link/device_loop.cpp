@@ -49,9 +49,10 @@ tsl_npu_batch_rsp run_batch(tsl_npu_device& device, ControlPage& control, const 
 
 HostedDevice::HostedDevice(const std::string& name, uint32_t n_threads, uint64_t vtcm_bytes, uint32_t fault)
     : device_(std::make_unique<tsl_npu_device>()) {
-    if (tsl_npu_posix_platform_create(n_threads, &platform_) != TSL_NPU_OK)
-        throw Error(ErrorCode::Io, name + ": the device runtime cannot start " + std::to_string(n_threads) + " threads");
-    tsl_npu_device_init(device_.get(), &platform_, vtcm_bytes);
+    if (tsl_npu_posix_platform_create(n_threads, vtcm_bytes, &platform_) != TSL_NPU_OK)
+        throw Error(ErrorCode::Io, name + ": the device runtime cannot start " + std::to_string(n_threads) +
+                                       " threads with " + std::to_string(vtcm_bytes) + " bytes of VTCM");
+    tsl_npu_device_init(device_.get(), &platform_);
     device_->fault = fault;
 }
 

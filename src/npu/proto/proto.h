@@ -9,6 +9,15 @@
  * The host writes the first three arrays and a tsl_npu_batch_req naming the block; the device
  * runs the ops in order, fills the profile records and answers with a tsl_npu_batch_rsp.
  *
+ * Every op's kparams (TSL_NPU_KPARAMS_BYTES) start with a tsl_npu_kparams_header that the host
+ * fills for every op it plans (zero for ops it does not plan, e.g. FENCE and MEMCPY):
+ *     bytes [0, 4)   scratch_bytes: VTCM bytes the op's kernel needs (0: none)
+ *     bytes [4, 8)   flags: reserved, 0
+ *     bytes [8, 256) the op's own parameters (tsl_npu_rope_kparams, tsl_npu_softmax_kparams), at
+ *                    TSL_NPU_KPARAMS_BODY (8-byte aligned: kparams sits at byte 72 of the op)
+ * The device refuses a batch with an op whose scratch_bytes exceed its VTCM (TSL_NPU_ERR_NO_VTCM,
+ * err_op = that op) before running any op, and gives each op's kernel at most scratch_bytes.
+ *
  * Type codes are GGUF's ggml_type ids (a fact of the format, shared with src/core/dtype.hpp).
  */
 #ifndef TESSEL_NPU_PROTO_H
@@ -23,7 +32,7 @@ extern "C" {
 
 /* Bumped on any change of a struct below or of an opcode's meaning; the host refuses a device
  * that reports another version. */
-#define TSL_NPU_PROTO_VERSION 2u
+#define TSL_NPU_PROTO_VERSION 3u
 
 #define TSL_NPU_MAX_SRC 12          /* enough for an N-way fused matmul or a 4-rank all-reduce + residual */
 #define TSL_NPU_MAX_DST 8
@@ -36,8 +45,8 @@ extern "C" {
 #define TSL_NPU_FENCE_SLOT_BYTES 128u
 #define TSL_NPU_PAGE_BYTES 4096u    /* shared buffers are rounded to pages, plus one guard page */
 
-/* Status codes: 0 is success. The device answers with the first four families; the host adds
- * the link-level ones when a device stops answering. */
+/* Status codes: 0 is success. The device answers with 1..10 and 15; the host adds the link-level
+ * ones (11..14) when a device stops answering. */
 enum tsl_npu_status {
     TSL_NPU_OK = 0,
     TSL_NPU_ERR_UNKNOWN_OP = 1,   /* opcode the device does not implement */
@@ -53,7 +62,9 @@ enum tsl_npu_status {
     TSL_NPU_ERR_TIMEOUT = 11,     /* host: no progress within TESSEL_NPU_TIMEOUT_MS */
     TSL_NPU_ERR_DEVICE_LOST = 12, /* host: the device process exited */
     TSL_NPU_ERR_PROTOCOL = 13,    /* host: a response with a wrong size or sequence */
-    TSL_NPU_ERR_QUEUE_FULL = 14   /* host: no free slot in the request ring */
+    TSL_NPU_ERR_QUEUE_FULL = 14,  /* host: no free slot in the request ring */
+    TSL_NPU_ERR_NO_VTCM = 15      /* an op states more scratch than the device's VTCM, or its kernel
+                                     asked for more than the op stated */
 };
 
 /* Opcodes (the device's own numbering; the host maps tessel ops onto them). */
@@ -147,7 +158,16 @@ typedef struct tsl_npu_op_desc {
     uint16_t dst[TSL_NPU_MAX_DST];
 } tsl_npu_op_desc;
 
-/* Kernel parameters of ROPE (op kparams), planned by the host in double precision from the node's
+/* The first bytes of every op's kparams (see the layout above). */
+typedef struct tsl_npu_kparams_header {
+    uint32_t scratch_bytes; /* VTCM bytes the op's kernel needs (0: none) */
+    uint32_t flags;         /* reserved, 0 */
+} tsl_npu_kparams_header;
+
+/* Byte offset of an op's own parameters in kparams, after the header. */
+#define TSL_NPU_KPARAMS_BODY 8u
+
+/* Kernel parameters of ROPE (at TSL_NPU_KPARAMS_BODY of the op's kparams), planned by the host in double precision from the node's
  * op_params (formulas in src/cpu/ref/rope.cpp): pair j of a row at position p turns by
  * theta_j = p * theta_scale^j / ff_j, interpolated with ramp(j) = 1 - clamp((j - corr_lo) /
  * max(0.001, corr_hi - corr_lo), 0, 1); ext_factor == 0 means no YaRN mix. */
@@ -160,13 +180,20 @@ typedef struct tsl_npu_rope_kparams {
     double corr_hi;
 } tsl_npu_rope_kparams;
 
-/* Kernel parameters of SOFT_MAX: the ALiBi slope of head h is m0^(h + 1) for h < n_head_log2,
+/* Kernel parameters of SOFT_MAX (at TSL_NPU_KPARAMS_BODY of the op's kparams): the ALiBi slope of head h is m0^(h + 1) for h < n_head_log2,
  * else m1^(2 (h - n_head_log2) + 1) (all slopes 1 when max_bias == 0: m0 = m1 = 1). */
 typedef struct tsl_npu_softmax_kparams {
     double m0;
     double m1;
     int64_t n_head_log2;
 } tsl_npu_softmax_kparams;
+
+/* VTCM bytes SOFT_MAX states (and its kernel takes): one F32 row buffer of ne0 logits per device
+ * worker thread (hwinfo.n_threads), each rounded up to 64 bytes (whole 16-lane float vectors). */
+static inline uint64_t tsl_npu_softmax_scratch(int64_t ne0, uint32_t n_threads) {
+    const uint64_t row = ((uint64_t)ne0 * 4u + 63u) & ~(uint64_t)63u;
+    return row * (n_threads ? n_threads : 1u);
+}
 
 /* Host -> device: run the batch at block_offset of the op-queue buffer. */
 typedef struct tsl_npu_batch_req {
@@ -229,8 +256,11 @@ TSL_NPU_STATIC_ASSERT(sizeof(tsl_npu_batch_req) == 40, "batch req layout");
 TSL_NPU_STATIC_ASSERT(sizeof(tsl_npu_batch_rsp) == 48, "batch rsp layout");
 TSL_NPU_STATIC_ASSERT(sizeof(tsl_npu_profile) == 88, "profile layout");
 TSL_NPU_STATIC_ASSERT(sizeof(tsl_npu_hwinfo) == 64, "hwinfo layout");
-TSL_NPU_STATIC_ASSERT(sizeof(tsl_npu_rope_kparams) <= TSL_NPU_KPARAMS_BYTES, "rope kparams fit");
-TSL_NPU_STATIC_ASSERT(sizeof(tsl_npu_softmax_kparams) <= TSL_NPU_KPARAMS_BYTES, "softmax kparams fit");
+TSL_NPU_STATIC_ASSERT(sizeof(tsl_npu_kparams_header) == TSL_NPU_KPARAMS_BODY, "kparams header layout");
+TSL_NPU_STATIC_ASSERT(offsetof(tsl_npu_op_desc, kparams) % 8 == 0, "kparams 8-byte aligned");
+TSL_NPU_STATIC_ASSERT(sizeof(tsl_npu_rope_kparams) <= TSL_NPU_KPARAMS_BYTES - TSL_NPU_KPARAMS_BODY, "rope kparams fit");
+TSL_NPU_STATIC_ASSERT(sizeof(tsl_npu_softmax_kparams) <= TSL_NPU_KPARAMS_BYTES - TSL_NPU_KPARAMS_BODY,
+                      "softmax kparams fit");
 TSL_NPU_STATIC_ASSERT(sizeof(tsl_npu_fence_slot) == TSL_NPU_FENCE_SLOT_BYTES, "fence slot layout");
 
 /* Byte offsets of the arrays of a batch block, and its total size. */
@@ -265,6 +295,7 @@ static inline const char* tsl_npu_status_name(uint32_t s) {
     case TSL_NPU_ERR_DEVICE_LOST: return "DEVICE_LOST";
     case TSL_NPU_ERR_PROTOCOL: return "PROTOCOL";
     case TSL_NPU_ERR_QUEUE_FULL: return "QUEUE_FULL";
+    case TSL_NPU_ERR_NO_VTCM: return "NO_VTCM";
     default: return "UNKNOWN_STATUS";
     }
 }

@@ -1,0 +1,35 @@
+// The host's plan of a device op's resources (docs/npu.md, "Scratchpad (VTCM)"): the scratch
+// bytes its kernel will take from the device's VTCM, computed from the node's shapes and what the
+// device reported at session start. A node whose plan does not fit is not claimed (the CPU takes
+// it); a claimed node's plan travels in its op's kparams header (proto.h).
+#pragma once
+
+#include <cstdint>
+
+#include "graph/tensor.hpp"
+#include "npu/proto/proto.h"
+
+namespace tessel::npu {
+
+/// What planning needs to know of a device: its scratchpad and its worker threads.
+struct DeviceBudget {
+    uint64_t vtcm_bytes = 0;  ///< scratchpad bytes (hwinfo.vtcm_bytes, or TESSEL_NPU_VTCM before the session opens)
+    uint32_t n_threads = 1;   ///< device worker threads (hwinfo.n_threads, or TESSEL_NPU_THREADS)
+};
+
+/// The budget a device reports in its hwinfo.
+DeviceBudget budget_of(const tsl_npu_hwinfo& hw);
+
+/// Bytes of VTCM node t's device kernel takes: SOFT_MAX one F32 row of src0->ne[0] per worker
+/// (tsl_npu_softmax_scratch); 0 for every other op.
+uint64_t plan_scratch(const Tensor& t, const DeviceBudget& budget);
+
+/// True when node t's plan fits the device: plan_scratch(t) <= budget.vtcm_bytes (<= UINT32_MAX,
+/// the header's field).
+bool plan_fits(const Tensor& t, const DeviceBudget& budget);
+
+/// The kparams header of node t's op under `budget`. Throws tessel::Error(Unsupported) naming the
+/// tensor when the plan does not fit.
+tsl_npu_kparams_header plan_header(const Tensor& t, const DeviceBudget& budget);
+
+}  // namespace tessel::npu
