@@ -12,5 +12,7 @@ void register_bandwidth_benchmarks();
 void register_packed_benchmarks();
 /// NPU tiled-weight repack / unpack over the default model's weights vs memcpy (npu_tiled_bench.cpp).
 void register_npu_tiled_benchmarks();
+/// NPU link round trip of one batch of NOPs per link (npu_link_bench.cpp).
+void register_npu_link_benchmarks();
 
 }  // namespace tessel::bench
