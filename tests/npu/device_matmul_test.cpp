@@ -2,12 +2,14 @@
 // (ops_matmul.h): the Q8 quantizer bit-exact against tessel's Q8_0 reference quantizer
 // (quant::quantize_row), the vector dot products against the scalar int8 dot, and the kernel (plain
 // C, and AVX-512 VNNI where the CPU has it) against a double-precision sum over the reference
-// dequantization of the weights (quant::dequantize_row) and of the Q8 activations.
+// dequantization of the weights (quant::dequantize_row) and of the Q8 activations; the flat
+// kernel's F16 widening (exact) and F32 dot product against double.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "npu/host/tiled.hpp"
@@ -150,6 +152,30 @@ TEST(NpuDeviceMatmul, TileKernelMatchesTheReferenceDot) {
 #if defined(__x86_64__) || defined(__i386__)
         if (has_avx512vnni()) check_tile_kernel(t, tsl_npu_mm_tile_cols_avx512vnni);
 #endif
+    }
+}
+
+TEST(NpuDeviceMatmul, FlatPiecesWidenExactlyAndDotWithinFloatRounding) {
+    std::vector<uint16_t> h(75);
+    std::mt19937 rng(5);
+    for (uint16_t& v : h) v = static_cast<uint16_t>(rng() & 0x7bff);  // finite halves of both signs
+    using Widen = void (*)(const uint16_t*, float*, int64_t);
+    using Dot = float (*)(const float*, const float*, int64_t);
+    std::vector<std::pair<Widen, Dot>> variants{{tsl_npu_mm_widen_c, tsl_npu_mm_dot_c}};
+#if defined(__x86_64__) || defined(__i386__)
+    if (has_avx512vnni()) variants.emplace_back(tsl_npu_mm_widen_avx512vnni, tsl_npu_mm_dot_avx512vnni);
+#endif
+    const std::vector<float> a = random_floats(75, 21), b = random_floats(75, 22);
+    for (const auto& [widen, dot] : variants) {
+        std::vector<float> out(75);
+        widen(h.data(), out.data(), 75);
+        for (size_t i = 0; i < h.size(); ++i) ASSERT_EQ(out[i], tsl_npu_half_to_float(h[i])) << i;
+        double want = 0.0, mag = 0.0;
+        for (size_t i = 0; i < a.size(); ++i) {
+            want += static_cast<double>(a[i]) * b[i];
+            mag += std::fabs(static_cast<double>(a[i]) * b[i]);
+        }
+        EXPECT_NEAR(dot(a.data(), b.data(), 75), want, 1e-6 * mag);
     }
 }
 

@@ -18,8 +18,7 @@
  *    the current one from the other; without, tiles are read in place.
  *  - FLAT: a plain F16/F32 weight (rows contiguous: nb[0] = element size). Items as above; each
  *    F16 weight row is widened to F32 in the worker's VTCM row buffer (F32 rows are read in
- *    place) and dotted with the columns'
- *    F32 rows in float (16-lane partial sums, vec.h).
+ *    place) and dotted with the columns' F32 rows in float (16 partial sums).
  * Scratch: tsl_npu_matmul_scratch (proto.h), exactly what the host stated. */
 #include "npu/device/ops.h"
 #include "npu/device/ops_matmul.h"
@@ -40,6 +39,8 @@ typedef struct mm_job {
     uint64_t worker_bytes;
     const int32_t* expert_count; /* MUL_MAT_ID: columns routed to each expert */
     void (*tile_fn)(const tsl_npu_mm_tile_args*);
+    tsl_npu_mm_widen_fn widen_fn;
+    tsl_npu_mm_dot_fn dot_fn;
 } mm_job;
 
 static uint64_t align64(uint64_t n) { return tsl_npu_align_up(n, 64); }
@@ -219,17 +220,6 @@ static const float* x_row(const mm_job* j, int64_t row) {
     return (const float*)tsl_npu_elem(j->x, 0, i1, i2, i3);
 }
 
-static float dot_f32(const float* a, const float* b, int64_t k) {
-    tsl_vf s = tsl_vf_splat(0.0f);
-    int64_t i = 0;
-    for (; i + TSL_VF_LANES <= k; i += TSL_VF_LANES) s = tsl_vf_madd(tsl_vf_loadu(a + i), tsl_vf_loadu(b + i), s);
-    if (i < k) {
-        const int n = (int)(k - i);
-        s = tsl_vf_madd(tsl_vf_load_n(a + i, n, 0.0f), tsl_vf_load_n(b + i, n, 0.0f), s);
-    }
-    return tsl_vf_hsum(s);
-}
-
 static void flat_work(void* arg, uint32_t worker, uint32_t n_workers) {
     const mm_job* j = (const mm_job*)arg;
     float* wrow = (float*)(j->worker_base + (uint64_t)worker * j->worker_bytes);
@@ -249,11 +239,11 @@ static void flat_work(void* arg, uint32_t worker, uint32_t n_workers) {
                 const uint8_t* src = weight_row(j, rt * 32 + r, matrix);
                 const float* w = (const float*)src; /* F32 rows are read in place */
                 if (j->w->type == TSL_NPU_TYPE_F16) {
-                    for (int64_t i = 0; i < j->k; ++i) wrow[i] = tsl_npu_half_to_float(((const uint16_t*)src)[i]);
+                    j->widen_fn((const uint16_t*)src, wrow, j->k);
                     w = wrow;
                 }
                 for (uint32_t c = 0; c < n_cols; ++c)
-                    *(float*)(outs[c] + (uint64_t)r * j->d->nb[0]) = dot_f32(w, x_row(j, rows[c]), j->k);
+                    *(float*)(outs[c] + (uint64_t)r * j->d->nb[0]) = j->dot_fn(w, x_row(j, rows[c]), j->k);
             }
         }
     }
@@ -280,6 +270,16 @@ static int32_t mm_run(tsl_npu_op_ctx* c, int is_id) {
     j.n_items = j.n_rt * (is_id ? j.w->ne[2] : j.x->ne[2] * j.x->ne[3]);
     const uint32_t workers = c->platform->n_threads ? c->platform->n_threads : 1u;
     const int tiled = j.kp.kernel == TSL_NPU_MM_TILED;
+    j.tile_fn = tsl_npu_mm_tile_cols_c;
+    j.widen_fn = tsl_npu_mm_widen_c;
+    j.dot_fn = tsl_npu_mm_dot_c;
+#if defined(__x86_64__) || defined(__i386__)
+    if (c->platform->isa & TSL_NPU_ISA_AVX512VNNI) {
+        j.tile_fn = tsl_npu_mm_tile_cols_avx512vnni;
+        j.widen_fn = tsl_npu_mm_widen_avx512vnni;
+        j.dot_fn = tsl_npu_mm_dot_avx512vnni;
+    }
+#endif
     if (tiled) {
         j.tile_bytes = tsl_npu_tile_bytes(j.w->type);
         j.q_bytes = align64((uint64_t)j.k);
@@ -287,10 +287,6 @@ static int32_t mm_run(tsl_npu_op_ctx* c, int is_id) {
         j.act_row_bytes = tsl_npu_q8_row_bytes(j.k);
         j.act = (uint8_t*)tsl_npu_vtcm_alloc(c->vtcm, (uint64_t)tsl_npu_n_rows(j.x) * j.act_row_bytes, 0);
         j.worker_bytes = (uint64_t)TSL_NPU_MM_COLS * 32u * 4u + (j.kp.dma ? 2u * align64((uint64_t)j.n_kt * j.tile_bytes) : 0u);
-        j.tile_fn = tsl_npu_mm_tile_cols_c;
-#if defined(__x86_64__) || defined(__i386__)
-        if (c->platform->isa & TSL_NPU_ISA_AVX512VNNI) j.tile_fn = tsl_npu_mm_tile_cols_avx512vnni;
-#endif
     } else {
         j.worker_bytes = align64((uint64_t)j.k * 4u);
     }

@@ -28,9 +28,19 @@ typedef struct tsl_npu_mm_tile_args {
     float* acc;
 } tsl_npu_mm_tile_args;
 
+/* The flat kernel's pieces: k fp16 values widened to float (exact), and the float dot product
+ * of a and b (k elements) in 16 partial sums, added pairwise at the end (AVX-512: fused
+ * multiply-adds; plain C: a product then a sum). */
+typedef void (*tsl_npu_mm_widen_fn)(const uint16_t* h, float* out, int64_t k);
+typedef float (*tsl_npu_mm_dot_fn)(const float* a, const float* b, int64_t k);
+
 void tsl_npu_mm_tile_cols_c(const tsl_npu_mm_tile_args* a);
+void tsl_npu_mm_widen_c(const uint16_t* h, float* out, int64_t k);
+float tsl_npu_mm_dot_c(const float* a, const float* b, int64_t k);
 #if defined(__x86_64__) || defined(__i386__)
 void tsl_npu_mm_tile_cols_avx512vnni(const tsl_npu_mm_tile_args* a);
+void tsl_npu_mm_widen_avx512vnni(const uint16_t* h, float* out, int64_t k);
+float tsl_npu_mm_dot_avx512vnni(const float* a, const float* b, int64_t k);
 #endif
 
 /* A tile's 32 row scales as floats (fp16 d, or MXFP4's E8M0 exponent halved as its

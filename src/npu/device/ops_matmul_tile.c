@@ -1,6 +1,8 @@
-/* The tiled matmul micro-kernel in plain C (every target, Hexagon included), and the tile
+/* The matmul micro-kernels (tiled, and the flat pieces) in plain C (every target, Hexagon included), and the tile
  * accessors it shares with GET_ROWS. Tile layout: src/npu/host/tiled.hpp. */
 #define TSL_MM_FN tsl_npu_mm_tile_cols_c
+#define TSL_MM_WIDEN_FN tsl_npu_mm_widen_c
+#define TSL_MM_DOT_FN tsl_npu_mm_dot_c
 #include "npu/device/ops_matmul_tile.inc"
 
 /* MXFP4's E8M0 exponent e as the float 2^(e - 128) (half the block scale 2^(e - 127), the GGUF
