@@ -260,10 +260,10 @@ TEST(NpuTiledBuffer, OtherTensorsStayPlain) {
     EXPECT_EQ(dev.host_buffer_type().alloc_size(f), f.n_bytes());
 }
 
-TEST(NpuTiledBuffer, NodesReadingTilesRunOnTheCpuWithGgufBytes) {
-    // y = W x with W a tiled Q4_0 weight in NPU0: the NPU declines the MUL_MAT, the scheduler copies
-    // W to the CPU through get_tensor (GGUF bytes) and the CPU's result matches W x in double.
-    NpuDevice dev(0, Config{});
+/// y = W x with W a tiled Q4_0 weight in NPU0, on the backend the scheduler picks under `cfg`;
+/// the result must match W x in double (x is quantized to Q8 per block on either side).
+void check_tiled_mul_mat(const Config& cfg, bool npu_claims) {
+    NpuDevice dev(0, cfg);
     auto npu = dev.init_backend({});
     auto cpu = cpu::cpu_device().init_backend({1});
     Graph g;
@@ -277,10 +277,10 @@ TEST(NpuTiledBuffer, NodesReadingTilesRunOnTheCpuWithGgufBytes) {
     ASSERT_NE(tiled_of(*w), nullptr);
     const std::vector<uint8_t> wq = random_tensor(DType::Q4_0, {96, 40, 1, 1}, 41);
     w->buffer->set_tensor(*w, wq.data(), 0, wq.size());
-    EXPECT_FALSE(dev.supports_op(*y));
+    EXPECT_EQ(dev.supports_op(*y), npu_claims);
     Scheduler s({npu.get(), cpu.get()});
     s.allocate(g);
-    EXPECT_EQ(s.backend_of(*y), cpu.get());
+    EXPECT_EQ(s.backend_of(*y), npu_claims ? npu.get() : cpu.get());
     std::vector<float> xs(96 * 3);
     for (size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<float>((i * 13) % 17) / 8.0f - 1.0f;
     x->buffer->set_tensor(*x, xs.data(), 0, xs.size() * 4);
@@ -295,9 +295,19 @@ TEST(NpuTiledBuffer, NodesReadingTilesRunOnTheCpuWithGgufBytes) {
                 dot += static_cast<double>(wf[k]) * xs[m * 96 + k];
                 mag += std::abs(static_cast<double>(wf[k]) * xs[m * 96 + k]);
             }
-            EXPECT_NEAR(ys[m * 40 + n], dot, 1e-2 * mag + 1e-6) << n << " " << m;  // x is quantized to Q8 per block
+            EXPECT_NEAR(ys[m * 40 + n], dot, 1e-2 * mag + 1e-6) << n << " " << m;
         }
     }
+}
+
+TEST(NpuTiledBuffer, MulMatOnTilesRunsOnTheNpu) { check_tiled_mul_mat(Config{}, true); }
+
+TEST(NpuTiledBuffer, MulMatOnTilesRunsOnTheCpuWithGgufBytesWhenTheTiledKernelIsNotSelected) {
+    // TESSEL_NPU_MM_SELECT=flat: the NPU declines, the scheduler copies W to the CPU through
+    // get_tensor (GGUF bytes)
+    Config cfg;
+    cfg.mm_select = 1u << TSL_NPU_MM_FLAT;
+    check_tiled_mul_mat(cfg, false);
 }
 
 }  // namespace

@@ -44,8 +44,18 @@ typedef struct tsl_npu_platform {
      * *bytes; NULL and 0 when the platform has none (NULL function: none either). The block stays
      * valid until the platform is destroyed. */
     void* (*scratch)(void* ctx, uint64_t* bytes);
+    /* The DMA stand-in: dma_copy starts moving `bytes` from src (a mapped buffer) to dst (the
+     * scratchpad) for the calling worker; dma_wait returns when every copy the calling worker
+     * started has landed. A kernel overlaps its next copy with its current compute (double
+     * buffering). NULL functions: no DMA (kernels then read in place). */
+    void (*dma_copy)(void* ctx, void* dst, const void* src, uint64_t bytes);
+    void (*dma_wait)(void* ctx);
     uint32_t n_threads;
+    uint32_t isa; /* TSL_NPU_ISA_* bits: vector extensions the device's kernels may use */
 } tsl_npu_platform;
+
+/* tsl_npu_platform.isa bits (host CPUs acting as the virtual NPU's vector unit). */
+#define TSL_NPU_ISA_AVX512VNNI 0x1u /* AVX-512 F + BW + VNNI: the _avx512 matmul kernel */
 
 typedef struct tsl_npu_mapping {
     int32_t host_fd; /* the host's fd: the name buffers have in batches; -1 = free entry */

@@ -194,5 +194,9 @@ int32_t tsl_npu_set_rows_check(const tsl_npu_op_ctx* c);
 int32_t tsl_npu_set_rows_run(tsl_npu_op_ctx* c); /* SET_ROWS */
 int32_t tsl_npu_argsort_check(const tsl_npu_op_ctx* c);
 int32_t tsl_npu_argsort_run(tsl_npu_op_ctx* c); /* ARGSORT */
+int32_t tsl_npu_mul_mat_check(const tsl_npu_op_ctx* c);
+int32_t tsl_npu_mul_mat_run(tsl_npu_op_ctx* c); /* MUL_MAT */
+int32_t tsl_npu_mul_mat_id_check(const tsl_npu_op_ctx* c);
+int32_t tsl_npu_mul_mat_id_run(tsl_npu_op_ctx* c); /* MUL_MAT_ID */
 
 #endif /* TESSEL_NPU_DEVICE_OPS_H */

@@ -8,9 +8,14 @@
  * B3 % C3 == 0), dst0 F32/F16 [K, R, B2, B3]: dst row (ids[i, b2 % C2, b3 % C3], b2, b3) = rows row
  * (i, b2, b3); other rows kept; with repeated ids the last source row wins (each destination row
  * has one writer: worker = destination row mod workers, walking the source rows in order).
+ * A REPACKED table (32x32 tiles of Q4_0, Q4_1, Q8_0, IQ4_NL or MXFP4, src/npu/host/tiled.hpp: the
+ * token embeddings of a model whose weights are tiled) is read from its tiles: row id's values
+ * come from tile row id % 32 of its row tile, dequantized with the same formulas (MXFP4: twice the
+ * E2M1 value times half the E8M0 scale; IQ4_NL: the table value times d).
  * An id outside [0, R) is found while running: the op stops with BAD_DESC (rows done so far stay
  * written), where the reference throws. */
 #include "npu/device/ops.h"
+#include "npu/device/ops_matmul.h"
 
 /* Bytes of a GGUF block of 32 elements of a type GET_ROWS reads, or 0. */
 static uint32_t block_bytes(uint32_t type) {
@@ -35,14 +40,25 @@ static int block_rows_inside(const tsl_npu_view* t, uint64_t row_bytes) {
     return 1;
 }
 
+/* Tiles of a REPACKED table [K, R, B2, B3]. */
+static uint64_t n_tiles(const tsl_npu_view* t) {
+    return (uint64_t)((t->ne[1] + 31) / 32) * (uint64_t)(t->ne[0] / 32) * (uint64_t)t->ne[2] * (uint64_t)t->ne[3];
+}
+
 int32_t tsl_npu_get_rows_check(const tsl_npu_op_ctx* c) {
     const tsl_npu_view* t = &c->src[0];
     const tsl_npu_view* ids = &c->src[1];
     const tsl_npu_view* d = &c->dst[0];
     if (ids->type != TSL_NPU_TYPE_I32 || d->type != TSL_NPU_TYPE_F32) return TSL_NPU_ERR_BAD_TYPE;
+    if ((ids->flags | d->flags) & TSL_NPU_TENSOR_REPACKED) return TSL_NPU_ERR_BAD_TYPE;
     if (d->ne[0] != t->ne[0] || d->ne[1] != ids->ne[0] || d->ne[2] != ids->ne[1] || d->ne[3] != ids->ne[2] ||
         ids->ne[3] != 1 || t->ne[2] != ids->ne[1] || t->ne[3] != ids->ne[2])
         return TSL_NPU_ERR_BAD_TYPE;
+    if (t->flags & TSL_NPU_TENSOR_REPACKED) {
+        const uint32_t tb = tsl_npu_tile_bytes(t->type);
+        if (tb == 0 || t->ne[0] % 32 != 0) return TSL_NPU_ERR_BAD_TYPE;
+        return n_tiles(t) > t->size / tb ? TSL_NPU_ERR_BAD_DESC : TSL_NPU_OK;
+    }
     if (tsl_npu_is_float(t->type)) return TSL_NPU_OK;
     const uint32_t bb = block_bytes(t->type);
     if (bb == 0 || t->ne[0] % 32 != 0 || t->nb[0] != bb) return TSL_NPU_ERR_BAD_TYPE;
@@ -77,6 +93,23 @@ static void dequant_row(uint32_t type, const uint8_t* p, int64_t k, float* y) {
     }
 }
 
+/* Row `id` of matrix (i2, i3) of a REPACKED table -> k floats at y (stride `stride` bytes). */
+static void tiled_row(const tsl_npu_view* t, int64_t id, int64_t i2, int64_t i3, uint8_t* y, uint64_t stride) {
+    const uint32_t tb = tsl_npu_tile_bytes(t->type);
+    const int64_t n_kt = t->ne[0] / 32, n_rt = (t->ne[1] + 31) / 32;
+    const int64_t matrix = i2 + t->ne[2] * i3;
+    const int r = (int)(id % 32);
+    const uint8_t* tile = t->data + (uint64_t)((matrix * n_rt + id / 32) * n_kt) * tb;
+    float d[32], m[32];
+    for (int64_t kt = 0; kt < n_kt; ++kt, tile += tb) {
+        tsl_npu_tile_scales(t->type, tile, d, m);
+        for (int j = 0; j < 32; ++j) {
+            const float v = (float)tsl_npu_tile_value(t->type, tile, r, j) * d[r];
+            *(float*)(y + (uint64_t)(kt * 32 + j) * stride) = t->type == TSL_NPU_TYPE_Q4_1 ? v + m[r] : v;
+        }
+    }
+}
+
 typedef struct rows_job {
     const tsl_npu_op_ctx* c;
     uint32_t bad_id; /* set (atomically) by a worker that met an id out of range */
@@ -98,8 +131,12 @@ static void get_rows_work(void* arg, uint32_t worker, uint32_t n_workers) {
             __atomic_store_n(&job->bad_id, 1u, __ATOMIC_RELAXED);
             return;
         }
-        const uint8_t* from = tsl_npu_elem(t, 0, id, i2, i3);
         uint8_t* to = tsl_npu_elem(d, 0, i1, i2, i3);
+        if (t->flags & TSL_NPU_TENSOR_REPACKED) {
+            tiled_row(t, id, i2, i3, to, d->nb[0]);
+            continue;
+        }
+        const uint8_t* from = tsl_npu_elem(t, 0, id, i2, i3);
         if (!tsl_npu_is_float(t->type) && d->nb[0] == 4) {
             dequant_row(t->type, from, k, (float*)to);
             continue;

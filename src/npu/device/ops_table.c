@@ -28,9 +28,11 @@ static const tsl_npu_op_kind k_ops[TSL_NPU_OP_COUNT] = {
     [TSL_NPU_OP_SUM_ROWS] = {1, 1, tsl_npu_sum_rows_check, tsl_npu_sum_rows_run, 0},
     [TSL_NPU_OP_SOFT_MAX] = {1, 1, tsl_npu_soft_max_check, tsl_npu_soft_max_run, 0},
     [TSL_NPU_OP_ROPE] = {2, 1, tsl_npu_rope_check, tsl_npu_rope_run, 0},
-    [TSL_NPU_OP_GET_ROWS] = {2, 1, tsl_npu_get_rows_check, tsl_npu_get_rows_run, 0},
+    [TSL_NPU_OP_GET_ROWS] = {2, 1, tsl_npu_get_rows_check, tsl_npu_get_rows_run, 1},
     [TSL_NPU_OP_SET_ROWS] = {2, 1, tsl_npu_set_rows_check, tsl_npu_set_rows_run, 0},
     [TSL_NPU_OP_ARGSORT] = {1, 1, tsl_npu_argsort_check, tsl_npu_argsort_run, 0},
+    [TSL_NPU_OP_MUL_MAT] = {2, 1, tsl_npu_mul_mat_check, tsl_npu_mul_mat_run, 1},
+    [TSL_NPU_OP_MUL_MAT_ID] = {3, 1, tsl_npu_mul_mat_id_check, tsl_npu_mul_mat_id_run, 1},
 };
 
 const tsl_npu_op_kind* tsl_npu_op_lookup(uint32_t opcode) {

@@ -80,6 +80,26 @@ static void* posix_scratch(void* ctx, uint64_t* bytes) {
     return pool->scratch;
 }
 
+/* The DMA stand-in copies at once: there is no engine to overlap with. */
+static void posix_dma_copy(void* ctx, void* dst, const void* src, uint64_t bytes) {
+    (void)ctx;
+    memcpy(dst, src, (size_t)bytes);
+}
+
+static void posix_dma_wait(void* ctx) { (void)ctx; }
+
+/* Vector extensions of this CPU (and enabled by its OS) the device kernels may use. */
+static uint32_t posix_isa(void) {
+    uint32_t isa = 0;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vnni"))
+        isa |= TSL_NPU_ISA_AVX512VNNI;
+#endif
+    return isa;
+}
+
 static void* posix_worker(void* arg) {
     posix_worker_start* start = (posix_worker_start*)arg;
     posix_pool* pool = start->pool;
@@ -176,7 +196,10 @@ int32_t tsl_npu_posix_platform_create(uint32_t n_threads, uint64_t vtcm_bytes, t
     out->parallel = posix_parallel;
     out->idle = posix_idle;
     out->scratch = posix_scratch;
+    out->dma_copy = posix_dma_copy;
+    out->dma_wait = posix_dma_wait;
     out->n_threads = n_threads;
+    out->isa = posix_isa();
     return TSL_NPU_OK;
 }
 

@@ -92,7 +92,7 @@ void NpuBackend::graph_compute(const std::vector<Tensor*>& nodes, uint64_t graph
         const bool profile = session_.config().profile;
         for (Tensor* node : nodes) {
             if (is_no_op(*node)) continue;
-            const DeviceOp op = translate(*node, budget_of(session_.hwinfo()));
+            const DeviceOp op = translate(*node, device_.budget());
             std::vector<Operand> all = op.srcs;
             all.insert(all.end(), op.dsts.begin(), op.dsts.end());
             if (!batch_.fit(all)) {

@@ -79,6 +79,25 @@ uint32_t fault_mode() {
     bad("TESSEL_NPU_FAULT", s, "one of none, status, seq, hang, die, bad-desc");
 }
 
+/// TESSEL_NPU_MM_SELECT: a comma list of matrix, tiled, flat -> bits 1 << tsl_npu_mm_kernel.
+uint32_t mm_select() {
+    const char* v = env("TESSEL_NPU_MM_SELECT");
+    if (!v) return 0;
+    const std::string s(v);
+    uint32_t bits = 0;
+    size_t start = 0;
+    for (;;) {
+        const size_t comma = s.find(',', start);
+        const std::string item = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        if (item == "matrix") bits |= 1u << TSL_NPU_MM_MATRIX;
+        else if (item == "tiled") bits |= 1u << TSL_NPU_MM_TILED;
+        else if (item == "flat") bits |= 1u << TSL_NPU_MM_FLAT;
+        else bad("TESSEL_NPU_MM_SELECT", s, "a comma-separated list of matrix, tiled, flat");
+        if (comma == std::string::npos) return bits;
+        start = comma + 1;
+    }
+}
+
 }  // namespace
 
 Config config_from_env() {
@@ -108,6 +127,9 @@ Config config_from_env() {
     c.hostbuf = flag("TESSEL_NPU_HOSTBUF");
     c.n_threads = static_cast<uint32_t>(number("TESSEL_NPU_THREADS", 1, 64, c.n_threads));
     c.vtcm_bytes = number("TESSEL_NPU_VTCM", 64ull << 10, 1ull << 30, c.vtcm_bytes);
+    c.matrix = !env("TESSEL_NPU_MATRIX") || flag("TESSEL_NPU_MATRIX");
+    c.mm_select = mm_select();
+    c.dma = !env("TESSEL_NPU_DMA") || flag("TESSEL_NPU_DMA");
     c.fault = fault_mode();
     if (const char* v = env("TESSEL_NPU_DEVICE_EXE")) c.device_exe = v;
     else c.device_exe = self_exe();

@@ -24,6 +24,9 @@ struct Config {
     bool hostbuf = false;            ///< TESSEL_NPU_HOSTBUF=1: CPU compute buffers in NPU-HOST memory
     uint32_t n_threads = 2;          ///< TESSEL_NPU_THREADS: device worker threads
     uint64_t vtcm_bytes = 8ull << 20;  ///< TESSEL_NPU_VTCM: scratchpad bytes
+    bool matrix = true;              ///< TESSEL_NPU_MATRIX=0: never use the device's matrix unit
+    uint32_t mm_select = 0;          ///< TESSEL_NPU_MM_SELECT: allowed matmul kernels, bits 1 << tsl_npu_mm_kernel (0: all)
+    bool dma = true;                 ///< TESSEL_NPU_DMA=0: tiled matmuls read weight tiles in place
     uint32_t fault = 0;              ///< TESSEL_NPU_FAULT: none|status|seq|hang|die|bad-desc (tests)
     std::string device_exe;          ///< TESSEL_NPU_DEVICE_EXE: the tessel binary for the process link
 };

@@ -46,8 +46,11 @@ Session& NpuDevice::session() {
 
 DeviceBudget NpuDevice::budget() const {
     std::lock_guard lock(mu_);
-    if (session_) return budget_of(session_->hwinfo());
-    return DeviceBudget{cfg_.vtcm_bytes, cfg_.n_threads};
+    DeviceBudget b = session_ ? budget_of(session_->hwinfo()) : DeviceBudget{cfg_.vtcm_bytes, cfg_.n_threads};
+    b.mm_kernels = cfg_.mm_select;
+    b.matrix_unit = b.matrix_unit && cfg_.matrix;
+    b.dma = cfg_.dma;
+    return b;
 }
 
 bool NpuDevice::supports_op(const Tensor& t) const {

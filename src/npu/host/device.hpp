@@ -40,11 +40,12 @@ public:
     std::unique_ptr<Backend> init_backend(const BackendParams& params) override;
     BufferType& buffer_type() override { return device_buft_; }
     /// The ops device_supports() accepts (translate.hpp) under budget(), minus ops whose name
-    /// matches TESSEL_NPU_OPFILTER and nodes reading a tiled weight (no device kernel reads tiles
-    /// yet). A node whose VTCM plan exceeds the budget is declined: the CPU takes it.
+    /// matches TESSEL_NPU_OPFILTER. A node whose VTCM plan exceeds the budget, or a matmul no
+    /// allowed kernel takes (TESSEL_NPU_MM_SELECT), is declined: the CPU takes it.
     bool supports_op(const Tensor& t) const override;
-    /// What the device offers planning: the open session's hwinfo (VTCM bytes, threads), or before
-    /// the session opens the configuration the device will be started with.
+    /// What the device offers planning: the open session's hwinfo (VTCM bytes, threads, matrix
+    /// unit), or before the session opens the configuration the device will be started with; plus
+    /// the matmul settings (TESSEL_NPU_MM_SELECT, TESSEL_NPU_MATRIX, TESSEL_NPU_DMA).
     DeviceBudget budget() const;
     bool supports_buft(const BufferType& bt) const override { return &bt == &device_buft_ || &bt == &host_buft_; }
     /// "host_buffer_type": the NPUn-HOST BufferType*; "cpu_compute_buffer_type": the same when

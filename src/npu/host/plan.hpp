@@ -11,21 +11,34 @@
 
 namespace tessel::npu {
 
-/// What planning needs to know of a device: its scratchpad and its worker threads.
+/// What planning needs to know of a device: its scratchpad, its worker threads, and the matmul
+/// kernels the configuration allows.
 struct DeviceBudget {
     uint64_t vtcm_bytes = 0;  ///< scratchpad bytes (hwinfo.vtcm_bytes, or TESSEL_NPU_VTCM before the session opens)
     uint32_t n_threads = 1;   ///< device worker threads (hwinfo.n_threads, or TESSEL_NPU_THREADS)
+    uint32_t mm_kernels = 0;  ///< allowed matmul kernels, bits 1 << tsl_npu_mm_kernel (TESSEL_NPU_MM_SELECT; 0: all)
+    bool matrix_unit = false; ///< hwinfo.matrix_unit, unless TESSEL_NPU_MATRIX=0
+    bool dma = true;          ///< stream weight tiles through VTCM (TESSEL_NPU_DMA)
 };
 
-/// The budget a device reports in its hwinfo.
+/// The budget a device reports in its hwinfo (every matmul kernel allowed, DMA on).
 DeviceBudget budget_of(const tsl_npu_hwinfo& hw);
 
+/// The matmul kernel (enum tsl_npu_mm_kernel) for MUL_MAT / MUL_MAT_ID node t, or 0 when none
+/// applies: the chain matrix unit -> tiled vector -> flat vector, each taken when allowed
+/// (mm_kernels), when t's weight has its layout (matrix: none yet, the virtual NPU has no matrix
+/// unit; tiled: the weight stored as tiles, tiled.hpp; flat: a plain F16/F32 weight) and when its
+/// scratch fits the VTCM. Does not judge the other operands (translate_ops.cpp does).
+uint32_t plan_matmul_kernel(const Tensor& t, const DeviceBudget& budget);
+
 /// Bytes of VTCM node t's device kernel takes: SOFT_MAX one F32 row of src0->ne[0] per worker
-/// (tsl_npu_softmax_scratch); 0 for every other op.
+/// (tsl_npu_softmax_scratch); MUL_MAT / MUL_MAT_ID tsl_npu_matmul_scratch of the kernel
+/// plan_matmul_kernel picks (the Q8 activations of every src1 row, per-worker accumulators and,
+/// with DMA, two row-tile buffers; none fitting: the tiled kernel's need); 0 for every other op.
 uint64_t plan_scratch(const Tensor& t, const DeviceBudget& budget);
 
 /// True when node t's plan fits the device: plan_scratch(t) <= budget.vtcm_bytes (<= UINT32_MAX,
-/// the header's field).
+/// the header's field) and, for MUL_MAT / MUL_MAT_ID, plan_matmul_kernel finds a kernel.
 bool plan_fits(const Tensor& t, const DeviceBudget& budget);
 
 /// The kparams header of node t's op under `budget`. Throws tessel::Error(Unsupported) naming the

@@ -15,9 +15,10 @@ namespace tessel::npu {
 
 /// True when the device runtime implements node t as it is (op, types, shapes, op_params):
 /// ADD/SUB/MUL/DIV, SCALE, CPY/CONT/DUP, RMS_NORM/NORM, UNARY, GLU, SUM_ROWS, SOFT_MAX, ROPE,
-/// GET_ROWS, SET_ROWS, ARGSORT in the combinations docs/npu.md lists (translate_ops.cpp), when
-/// its plan fits `budget` (plan.hpp); false for every node reading a tiled weight (buffer.hpp) or
-/// a view of one.
+/// GET_ROWS, SET_ROWS, ARGSORT, MUL_MAT, MUL_MAT_ID in the combinations docs/npu.md lists
+/// (translate_ops.cpp), when its plan fits `budget` (plan.hpp). Tiled weights (buffer.hpp) are
+/// read only as src0 of MUL_MAT, MUL_MAT_ID and GET_ROWS (the tiled tensor itself); any other node
+/// reading a tiled tensor or a view of one is declined.
 bool device_supports(const Tensor& t, const DeviceBudget& budget);
 
 /// True when t computes nothing (a leaf or a view): graph_compute skips it.

@@ -100,9 +100,45 @@ bool get_rows_ok(const Tensor& t) {
     if (t.ne[0] != table->ne[0] || t.ne[1] != ids->ne[0] || t.ne[2] != ids->ne[1] || t.ne[3] != ids->ne[2] ||
         ids->ne[3] != 1 || table->ne[2] != ids->ne[1] || table->ne[3] != ids->ne[2])
         return false;
+    if (tiled_of(*table)) return true;  // any tileable type, read from its tiles
     if (float_type(table->type)) return true;
     const bool block = table->type == DType::Q4_0 || table->type == DType::Q4_1 || table->type == DType::Q8_0;
     return block && table->ne[0] % 32 == 0 && table->nb[0] == dtype_info(table->type).block_bytes;
+}
+
+/// src1 of a matmul: F32 with contiguous rows; dst F32.
+bool activations_ok(const Tensor& t) {
+    const Tensor* x = t.src[1];
+    return x && x->type == DType::F32 && x->nb[0] == 4 && t.type == DType::F32;
+}
+
+/// The weight layouts the device's kernels read: tiles (the tensor itself), or plain F16/F32 rows.
+bool weight_ok(const Tensor* w) {
+    if (!w) return false;
+    if (tiled_of(*w)) return true;
+    return float_type(w->type) && !reads_tiled(*w) && w->nb[0] == dtype_info(w->type).block_bytes;
+}
+
+bool mul_mat_ok(const Tensor& t) {
+    const Tensor* w = t.src[0];
+    const Tensor* x = t.src[1];
+    if (!weight_ok(w) || !activations_ok(t)) return false;
+    if (x->ne[0] != w->ne[0] || x->ne[2] % w->ne[2] != 0 || x->ne[3] % w->ne[3] != 0) return false;
+    return t.ne[0] == w->ne[1] && t.ne[1] == x->ne[1] && t.ne[2] == x->ne[2] && t.ne[3] == x->ne[3];
+}
+
+bool mul_mat_id_ok(const Tensor& t) {
+    const Tensor* w = t.src[0];
+    const Tensor* x = t.src[1];
+    const Tensor* ids = t.src[2];
+    if (!weight_ok(w) || !activations_ok(t) || !ids || ids->type != DType::I32) return false;
+    if (w->ne[3] != 1 || x->ne[3] != 1 || ids->ne[2] != 1 || ids->ne[3] != 1) return false;
+    if (w->ne[0] != x->ne[0] || ids->ne[1] != x->ne[2] || ids->ne[0] % x->ne[1] != 0) return false;
+    return t.ne[0] == w->ne[1] && t.ne[1] == ids->ne[0] && t.ne[2] == ids->ne[1] && t.ne[3] == 1;
+}
+
+tsl_npu_matmul_kparams matmul_kparams(const Tensor& t, const DeviceBudget& budget) {
+    return tsl_npu_matmul_kparams{plan_matmul_kernel(t, budget), budget.dma ? 1u : 0u};
 }
 
 bool set_rows_ok(const Tensor& t) {
@@ -163,10 +199,14 @@ tsl_npu_softmax_kparams softmax_kparams(const Tensor& t) {
 
 // The op, types, shapes and op_params the device implements (the budget aside).
 bool op_supported(const Tensor& t) {
-    // No device kernel reads 32x32 tiles yet: a node reading a tiled weight goes to the CPU, which
-    // gets the GGUF bytes through get_tensor.
-    for (const Tensor* s : t.src)
-        if (s && reads_tiled(*s)) return false;
+    // 32x32 tiles are read by MUL_MAT, MUL_MAT_ID and GET_ROWS as their src0 (the tiled tensor
+    // itself, not a view); any other node reading tiles goes to the CPU, which gets the GGUF bytes
+    // through get_tensor.
+    const bool tiles_ok = t.op == Op::MUL_MAT || t.op == Op::MUL_MAT_ID || t.op == Op::GET_ROWS;
+    for (int i = 0; i < kMaxSrc; ++i) {
+        const Tensor* s = t.src[i];
+        if (s && reads_tiled(*s) && !(tiles_ok && i == 0 && tiled_of(*s))) return false;
+    }
     switch (t.op) {
     case Op::ADD:
     case Op::SUB:
@@ -186,6 +226,8 @@ bool op_supported(const Tensor& t) {
     case Op::GET_ROWS: return get_rows_ok(t);
     case Op::SET_ROWS: return set_rows_ok(t);
     case Op::ARGSORT: return argsort_ok(t);
+    case Op::MUL_MAT: return mul_mat_ok(t);
+    case Op::MUL_MAT_ID: return mul_mat_id_ok(t);
     default: return false;
     }
 }
@@ -234,6 +276,17 @@ DeviceOp translate(const Tensor& t, const DeviceBudget& budget) {
         order[1] = 2;
         break;
     case Op::ARGSORT: d.opcode = TSL_NPU_OP_ARGSORT; break;
+    case Op::MUL_MAT:
+        d.opcode = TSL_NPU_OP_MUL_MAT;
+        order[1] = 1;
+        put_kparams(d, matmul_kparams(t, budget));
+        break;
+    case Op::MUL_MAT_ID:
+        d.opcode = TSL_NPU_OP_MUL_MAT_ID;
+        order[1] = 1;
+        order[2] = 2;
+        put_kparams(d, matmul_kparams(t, budget));
+        break;
     default: d.opcode = TSL_NPU_OP_CPY; break;  // CPY, CONT, DUP: element copy with conversion
     }
     // Optional sources (GLU's gate, SOFT_MAX's mask and sinks, ROPE's factors) keep their slot:

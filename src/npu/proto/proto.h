@@ -13,7 +13,8 @@
  * fills for every op it plans (zero for ops it does not plan, e.g. FENCE and MEMCPY):
  *     bytes [0, 4)   scratch_bytes: VTCM bytes the op's kernel needs (0: none)
  *     bytes [4, 8)   flags: reserved, 0
- *     bytes [8, 256) the op's own parameters (tsl_npu_rope_kparams, tsl_npu_softmax_kparams), at
+ *     bytes [8, 256) the op's own parameters (tsl_npu_rope_kparams, tsl_npu_softmax_kparams,
+ *                    tsl_npu_matmul_kparams), at
  *                    TSL_NPU_KPARAMS_BODY (8-byte aligned: kparams sits at byte 72 of the op)
  * The device refuses a batch with an op whose scratch_bytes exceed its VTCM (TSL_NPU_ERR_NO_VTCM,
  * err_op = that op) before running any op, and gives each op's kernel at most scratch_bytes.
@@ -32,7 +33,7 @@ extern "C" {
 
 /* Bumped on any change of a struct below or of an opcode's meaning; the host refuses a device
  * that reports another version. */
-#define TSL_NPU_PROTO_VERSION 3u
+#define TSL_NPU_PROTO_VERSION 4u
 
 #define TSL_NPU_MAX_SRC 12          /* enough for an N-way fused matmul or a 4-rank all-reduce + residual */
 #define TSL_NPU_MAX_DST 8
@@ -88,7 +89,11 @@ enum tsl_npu_opcode {
     TSL_NPU_OP_GET_ROWS = 16, /* dst F32 row (i, b2, b3) = src0 row (src1[i, b2, b3], b2, b3) */
     TSL_NPU_OP_SET_ROWS = 17, /* dst0 row (src1[i, b2 % C2, b3 % C3], b2, b3) = src0 row (i, b2, b3) */
     TSL_NPU_OP_ARGSORT = 18,  /* dst I32 = stable index order of each row of src0; params[0] 1 = descending */
-    TSL_NPU_OP_COUNT
+    TSL_NPU_OP_MUL_MAT = 19,  /* dst F32 [N, M, B2, B3] = src1 [K, M, B2, B3] . src0 [K, N, b2, b3]^T (weight batch
+                                 broadcast); kparams: tsl_npu_matmul_kparams */
+    TSL_NPU_OP_MUL_MAT_ID = 20, /* dst F32 [N, n_used, T] column (e, t) = src0 expert src2[e, t] . src1 [K, U, T]
+                                   column (e % U, t); ids out of range give zero columns */
+    TSL_NPU_OP_COUNT = 21
 };
 
 /* UNARY kinds the device implements (params[0]), numbered as tessel's UnaryOp (src/graph/op.hpp). */
@@ -195,6 +200,59 @@ static inline uint64_t tsl_npu_softmax_scratch(int64_t ne0, uint32_t n_threads) 
     return row * (n_threads ? n_threads : 1u);
 }
 
+/* Matmul kernels (MUL_MAT, MUL_MAT_ID), chosen by the host (docs/npu.md, "Matmul kernels"). */
+enum tsl_npu_mm_kernel {
+    TSL_NPU_MM_FLAT = 1,  /* plain F16/F32 weight rows, float dot products */
+    TSL_NPU_MM_TILED = 2, /* 32x32 weight tiles (REPACKED), activations quantized to Q8 per 32-block */
+    TSL_NPU_MM_MATRIX = 3 /* the matrix unit (reserved: the virtual NPU has none yet) */
+};
+
+/* Kernel parameters of MUL_MAT and MUL_MAT_ID (at TSL_NPU_KPARAMS_BODY of the op's kparams). */
+typedef struct tsl_npu_matmul_kparams {
+    uint32_t kernel; /* enum tsl_npu_mm_kernel */
+    uint32_t dma;    /* TILED: 1 streams each row tile's K tiles into VTCM (double-buffered), 0 reads in place */
+} tsl_npu_matmul_kparams;
+
+/* Activation columns a matmul kernel computes per pass over a row tile (its accumulators). */
+#define TSL_NPU_MM_COLS 64u
+
+/* Bytes of one 32x32 tile of a tileable weight type (src/npu/host/tiled.hpp), 0 for others. */
+static inline uint32_t tsl_npu_tile_bytes(uint32_t type) {
+    switch (type) {
+    case TSL_NPU_TYPE_Q4_0: return 576;
+    case TSL_NPU_TYPE_Q4_1: return 640;
+    case TSL_NPU_TYPE_Q8_0: return 1088;
+    case TSL_NPU_TYPE_IQ4_NL: return 576;
+    case TSL_NPU_TYPE_MXFP4: return 544;
+    default: return 0;
+    }
+}
+
+/* VTCM bytes of one activation row of k elements (k % 32 == 0) quantized to Q8: k int8 quants,
+ * then k/32 float scales, then k/32 int32 quant sums, each part rounded up to 64 bytes. */
+static inline uint64_t tsl_npu_q8_row_bytes(int64_t k) {
+    const uint64_t q = ((uint64_t)k + 63u) & ~(uint64_t)63u;
+    const uint64_t s = ((uint64_t)(k / 32) * 4u + 63u) & ~(uint64_t)63u;
+    return q + 2u * s;
+}
+
+/* VTCM bytes a matmul states (and its kernel takes), every piece rounded up to 64 bytes:
+ *  FLAT:  per worker one F32 weight row (k floats).
+ *  TILED: the Q8 activations (act_rows rows of tsl_npu_q8_row_bytes(k)); per worker the
+ *         accumulators (TSL_NPU_MM_COLS x 32 floats) and, with dma, two buffers of one row tile's
+ *         k/32 tiles (tile_bytes each).
+ *  Both, for MUL_MAT_ID (n_experts > 0): a column count per expert (int32).
+ * n_threads 0 counts as 1. */
+static inline uint64_t tsl_npu_matmul_scratch(uint32_t kernel, uint32_t dma, uint32_t tile_bytes, int64_t k,
+                                              int64_t act_rows, int64_t n_experts, uint32_t n_threads) {
+    const uint64_t workers = n_threads ? n_threads : 1u;
+    const uint64_t experts = ((uint64_t)n_experts * 4u + 63u) & ~(uint64_t)63u;
+    if (kernel == TSL_NPU_MM_FLAT) return workers * (((uint64_t)k * 4u + 63u) & ~(uint64_t)63u) + experts;
+    uint64_t per_worker = (uint64_t)TSL_NPU_MM_COLS * 32u * 4u;
+    if (dma) per_worker += 2u * (((uint64_t)(k / 32) * tile_bytes + 63u) & ~(uint64_t)63u);
+    return (uint64_t)act_rows * tsl_npu_q8_row_bytes(k) + workers * per_worker + experts;
+}
+
 /* Host -> device: run the batch at block_offset of the op-queue buffer. */
 typedef struct tsl_npu_batch_req {
     uint64_t seq; /* 1, 2, 3, ... per session */
@@ -261,6 +319,8 @@ TSL_NPU_STATIC_ASSERT(offsetof(tsl_npu_op_desc, kparams) % 8 == 0, "kparams 8-by
 TSL_NPU_STATIC_ASSERT(sizeof(tsl_npu_rope_kparams) <= TSL_NPU_KPARAMS_BYTES - TSL_NPU_KPARAMS_BODY, "rope kparams fit");
 TSL_NPU_STATIC_ASSERT(sizeof(tsl_npu_softmax_kparams) <= TSL_NPU_KPARAMS_BYTES - TSL_NPU_KPARAMS_BODY,
                       "softmax kparams fit");
+TSL_NPU_STATIC_ASSERT(sizeof(tsl_npu_matmul_kparams) <= TSL_NPU_KPARAMS_BYTES - TSL_NPU_KPARAMS_BODY,
+                      "matmul kparams fit");
 TSL_NPU_STATIC_ASSERT(sizeof(tsl_npu_fence_slot) == TSL_NPU_FENCE_SLOT_BYTES, "fence slot layout");
 
 /* Byte offsets of the arrays of a batch block, and its total size. */

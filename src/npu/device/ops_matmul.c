@@ -1,0 +1,318 @@
+/* MUL_MAT and MUL_MAT_ID (tessel's reference: src/cpu/ref/matmul.cpp; docs/npu.md, "Matmul
+ * kernels").
+ *
+ * MUL_MAT: src0 weight [K, N, b2, b3], src1 F32 [K, M, B2, B3] (B2 % b2 == 0, B3 % b3 == 0,
+ * rows contiguous: nb[0] = 4), dst F32 [N, M, B2, B3]: dst (n, m, i2, i3) = weight row
+ * (n, i2 / (B2 / b2), i3 / (B3 / b3)) . src1 row (m, i2, i3).
+ * MUL_MAT_ID: src0 experts [K, N, E], src1 F32 [K, U, T], src2 ids I32 [n_used, T]
+ * (n_used % U == 0), dst F32 [N, n_used, T]: column (e, t) = expert ids[e, t] . src1 row
+ * (e % U, t); an id outside [0, E) gives a zero column.
+ *
+ * The host picks the kernel (tsl_npu_matmul_kparams.kernel) and the check holds it to the weight:
+ *  - TILED: the weight is REPACKED (32x32 tiles of Q4_0, Q4_1, Q8_0, IQ4_NL or MXFP4). Every
+ *    activation row is first quantized to Q8 per 32-block into VTCM (workers split the rows), then
+ *    the workers split the items (a 32-row row tile of one weight matrix, with the activation
+ *    columns it serves) and run the tile micro-kernel (ops_matmul.h) over up to TSL_NPU_MM_COLS
+ *    columns per pass. With kparams.dma, each worker streams the next item's row tile (its K
+ *    tiles) into one of its two VTCM buffers through the platform's DMA stand-in while computing
+ *    the current one from the other; without, tiles are read in place.
+ *  - FLAT: a plain F16/F32 weight (rows contiguous: nb[0] = element size). Items as above; each
+ *    F16 weight row is widened to F32 in the worker's VTCM row buffer (F32 rows are read in
+ *    place) and dotted with the columns' F32 rows in float (16 partial sums).
+ * Scratch: tsl_npu_matmul_scratch (proto.h), exactly what the host stated. */
+#include "npu/device/ops.h"
+#include "npu/device/ops_matmul.h"
+#include "npu/device/vec_i8.h"
+
+typedef struct mm_job {
+    tsl_npu_op_ctx* c;
+    tsl_npu_matmul_kparams kp;
+    int is_id;
+    const tsl_npu_view *w, *x, *ids;
+    const tsl_npu_view* d;
+    int64_t k, n, n_rt, n_kt, n_items;
+    int64_t r2, r3; /* MUL_MAT weight broadcast */
+    uint32_t tile_bytes;
+    uint8_t* act; /* TILED: the Q8 activation rows */
+    uint64_t act_row_bytes, q_bytes, s_bytes;
+    uint8_t* worker_base;
+    uint64_t worker_bytes;
+    const int32_t* expert_count; /* MUL_MAT_ID: columns routed to each expert */
+    void (*tile_fn)(const tsl_npu_mm_tile_args*);
+    tsl_npu_mm_widen_fn widen_fn;
+    tsl_npu_mm_dot_fn dot_fn;
+} mm_job;
+
+static uint64_t align64(uint64_t n) { return tsl_npu_align_up(n, 64); }
+
+static int32_t kernel_of(const tsl_npu_op_ctx* c, tsl_npu_matmul_kparams* kp) {
+    __builtin_memcpy(kp, c->op->kparams + TSL_NPU_KPARAMS_BODY, sizeof *kp);
+    const tsl_npu_view* w = &c->src[0];
+    if (w->flags & TSL_NPU_TENSOR_REPACKED) {
+        const uint32_t tb = tsl_npu_tile_bytes(w->type);
+        if (kp->kernel != TSL_NPU_MM_TILED || tb == 0 || w->ne[0] % 32 != 0 || kp->dma > 1) return TSL_NPU_ERR_BAD_TYPE;
+        const uint64_t tiles = (uint64_t)((w->ne[1] + 31) / 32) * (uint64_t)(w->ne[0] / 32) * (uint64_t)w->ne[2] *
+                               (uint64_t)w->ne[3];
+        return tiles > w->size / tb ? TSL_NPU_ERR_BAD_DESC : TSL_NPU_OK;
+    }
+    if (kp->kernel != TSL_NPU_MM_FLAT || !tsl_npu_is_float(w->type) || w->nb[0] != tsl_npu_type_bytes(w->type))
+        return TSL_NPU_ERR_BAD_TYPE;
+    return TSL_NPU_OK;
+}
+
+int32_t tsl_npu_mul_mat_check(const tsl_npu_op_ctx* c) {
+    const tsl_npu_view *w = &c->src[0], *x = &c->src[1], *d = &c->dst[0];
+    if (x->type != TSL_NPU_TYPE_F32 || x->nb[0] != 4 || d->type != TSL_NPU_TYPE_F32) return TSL_NPU_ERR_BAD_TYPE;
+    if ((x->flags | d->flags) & TSL_NPU_TENSOR_REPACKED) return TSL_NPU_ERR_BAD_TYPE;
+    if (x->ne[0] != w->ne[0] || x->ne[2] % w->ne[2] != 0 || x->ne[3] % w->ne[3] != 0) return TSL_NPU_ERR_BAD_TYPE;
+    if (d->ne[0] != w->ne[1] || d->ne[1] != x->ne[1] || d->ne[2] != x->ne[2] || d->ne[3] != x->ne[3])
+        return TSL_NPU_ERR_BAD_TYPE;
+    tsl_npu_matmul_kparams kp;
+    return kernel_of(c, &kp);
+}
+
+int32_t tsl_npu_mul_mat_id_check(const tsl_npu_op_ctx* c) {
+    const tsl_npu_view *w = &c->src[0], *x = &c->src[1], *ids = &c->src[2], *d = &c->dst[0];
+    if (x->type != TSL_NPU_TYPE_F32 || x->nb[0] != 4 || d->type != TSL_NPU_TYPE_F32 || ids->type != TSL_NPU_TYPE_I32)
+        return TSL_NPU_ERR_BAD_TYPE;
+    if ((x->flags | d->flags | ids->flags) & TSL_NPU_TENSOR_REPACKED) return TSL_NPU_ERR_BAD_TYPE;
+    if (w->ne[3] != 1 || x->ne[3] != 1 || ids->ne[2] != 1 || ids->ne[3] != 1) return TSL_NPU_ERR_BAD_TYPE;
+    if (x->ne[0] != w->ne[0] || ids->ne[1] != x->ne[2] || ids->ne[0] % x->ne[1] != 0) return TSL_NPU_ERR_BAD_TYPE;
+    if (d->ne[0] != w->ne[1] || d->ne[1] != ids->ne[0] || d->ne[2] != ids->ne[1] || d->ne[3] != 1)
+        return TSL_NPU_ERR_BAD_TYPE;
+    tsl_npu_matmul_kparams kp;
+    return kernel_of(c, &kp);
+}
+
+/* ---- items and their columns ------------------------------------------------------------- */
+
+/* Item i's weight matrix and row tile; MUL_MAT also its activation batch (i2, i3). */
+static void item_coords(const mm_job* j, int64_t item, int64_t* rt, int64_t* matrix, int64_t* i2, int64_t* i3) {
+    *rt = item % j->n_rt;
+    const int64_t rest = item / j->n_rt;
+    if (j->is_id) {
+        *matrix = rest;
+        *i2 = *i3 = 0;
+        return;
+    }
+    *i2 = rest % j->x->ne[2];
+    *i3 = rest / j->x->ne[2];
+    *matrix = *i2 / j->r2 + j->w->ne[2] * (*i3 / j->r3);
+}
+
+static int item_has_work(const mm_job* j, int64_t item) {
+    return !j->is_id || j->expert_count[item / j->n_rt] > 0;
+}
+
+static int32_t id_at(const tsl_npu_view* ids, int64_t e, int64_t t) {
+    return *(const int32_t*)tsl_npu_elem(ids, e, t, 0, 0);
+}
+
+/* The next up to TSL_NPU_MM_COLS columns of an item from *cursor on: each column's activation row
+ * index (into src1's rows) and its dst address at row 0 of the row tile. Returns the count. */
+static uint32_t next_cols(const mm_job* j, int64_t rt, int64_t matrix, int64_t i2, int64_t i3, int64_t* cursor,
+                          int64_t* rows, uint8_t** outs) {
+    uint32_t n = 0;
+    if (!j->is_id) {
+        const int64_t m_count = j->x->ne[1];
+        for (; *cursor < m_count && n < TSL_NPU_MM_COLS; ++*cursor, ++n) {
+            rows[n] = *cursor + m_count * (i2 + j->x->ne[2] * i3);
+            outs[n] = tsl_npu_elem(j->d, rt * 32, *cursor, i2, i3);
+        }
+        return n;
+    }
+    const int64_t n_used = j->ids->ne[0], total = n_used * j->ids->ne[1], u = j->x->ne[1];
+    for (; *cursor < total && n < TSL_NPU_MM_COLS; ++*cursor) {
+        const int64_t e = *cursor % n_used, t = *cursor / n_used;
+        if (id_at(j->ids, e, t) != matrix) continue;
+        rows[n] = e % u + u * t;
+        outs[n] = tsl_npu_elem(j->d, rt * 32, e, t, 0);
+        ++n;
+    }
+    return n;
+}
+
+/* Stores acc[c][r] (32 rows per column) into the item's dst rows below N. */
+static void store_cols(const mm_job* j, int64_t rt, uint32_t n_cols, uint8_t* const* outs, const float* acc) {
+    const int64_t rows = j->n - rt * 32 < 32 ? j->n - rt * 32 : 32;
+    for (uint32_t c = 0; c < n_cols; ++c)
+        for (int64_t r = 0; r < rows; ++r) *(float*)(outs[c] + (uint64_t)r * j->d->nb[0]) = acc[c * 32 + r];
+}
+
+/* ---- TILED ------------------------------------------------------------------------------- */
+
+static const uint8_t* item_tiles(const mm_job* j, int64_t rt, int64_t matrix) {
+    return j->w->data + (uint64_t)((matrix * j->n_rt + rt) * j->n_kt) * j->tile_bytes;
+}
+
+static void quantize_work(void* arg, uint32_t worker, uint32_t n_workers) {
+    const mm_job* j = (const mm_job*)arg;
+    int64_t begin, end;
+    tsl_npu_split(tsl_npu_n_rows(j->x), worker, n_workers, &begin, &end);
+    for (int64_t r = begin; r < end; ++r) {
+        int64_t i1, i2, i3;
+        tsl_npu_row_coords(j->x, r, &i1, &i2, &i3);
+        uint8_t* row = j->act + (uint64_t)r * j->act_row_bytes;
+        tsl_npu_quantize_q8_row((const float*)tsl_npu_elem(j->x, 0, i1, i2, i3), j->k, (int8_t*)row,
+                                (float*)(row + j->q_bytes), (int32_t*)(row + j->q_bytes + j->s_bytes));
+    }
+}
+
+static void tiled_work(void* arg, uint32_t worker, uint32_t n_workers) {
+    const mm_job* j = (const mm_job*)arg;
+    const tsl_npu_platform* p = j->c->platform;
+    uint8_t* mine = j->worker_base + (uint64_t)worker * j->worker_bytes;
+    float* acc = (float*)mine;
+    const uint64_t buf_bytes = align64((uint64_t)j->n_kt * j->tile_bytes);
+    uint8_t* bufs[2] = {mine + TSL_NPU_MM_COLS * 32u * 4u, mine + TSL_NPU_MM_COLS * 32u * 4u + buf_bytes};
+    const int dma = j->kp.dma && p->dma_copy && p->dma_wait;
+    int64_t begin, end;
+    tsl_npu_split(j->n_items, worker, n_workers, &begin, &end);
+    int64_t item = begin;
+    while (item < end && !item_has_work(j, item)) ++item;
+    int64_t rt, matrix, i2, i3;
+    if (dma && item < end) {
+        item_coords(j, item, &rt, &matrix, &i2, &i3);
+        p->dma_copy(p->ctx, bufs[0], item_tiles(j, rt, matrix), (uint64_t)j->n_kt * j->tile_bytes);
+    }
+    int cur = 0;
+    int64_t rows[TSL_NPU_MM_COLS];
+    uint8_t* outs[TSL_NPU_MM_COLS];
+    const uint8_t* act[TSL_NPU_MM_COLS];
+    while (item < end) {
+        int64_t next = item + 1;
+        while (next < end && !item_has_work(j, next)) ++next;
+        item_coords(j, item, &rt, &matrix, &i2, &i3);
+        const uint8_t* tiles = item_tiles(j, rt, matrix);
+        if (dma) {
+            p->dma_wait(p->ctx); /* this item's tiles have landed in bufs[cur] */
+            if (next < end) {
+                int64_t nrt, nmatrix, n2, n3;
+                item_coords(j, next, &nrt, &nmatrix, &n2, &n3);
+                p->dma_copy(p->ctx, bufs[cur ^ 1], item_tiles(j, nrt, nmatrix), (uint64_t)j->n_kt * j->tile_bytes);
+            }
+            tiles = bufs[cur];
+            cur ^= 1;
+        }
+        int64_t cursor = 0;
+        uint32_t n_cols;
+        while ((n_cols = next_cols(j, rt, matrix, i2, i3, &cursor, rows, outs)) > 0) {
+            for (uint32_t c = 0; c < n_cols; ++c) act[c] = j->act + (uint64_t)rows[c] * j->act_row_bytes;
+            const tsl_npu_mm_tile_args a = {j->w->type, j->tile_bytes, j->n_kt, tiles, n_cols, act,
+                                            j->q_bytes,  j->s_bytes,    acc};
+            j->tile_fn(&a);
+            store_cols(j, rt, n_cols, outs, acc);
+        }
+        item = next;
+    }
+}
+
+/* ---- FLAT -------------------------------------------------------------------------------- */
+
+static const uint8_t* weight_row(const mm_job* j, int64_t n, int64_t matrix) {
+    const int64_t b2 = matrix % j->w->ne[2], b3 = matrix / j->w->ne[2];
+    return tsl_npu_elem(j->w, 0, n, b2, b3);
+}
+
+static const float* x_row(const mm_job* j, int64_t row) {
+    int64_t i1, i2, i3;
+    tsl_npu_row_coords(j->x, row, &i1, &i2, &i3);
+    return (const float*)tsl_npu_elem(j->x, 0, i1, i2, i3);
+}
+
+static void flat_work(void* arg, uint32_t worker, uint32_t n_workers) {
+    const mm_job* j = (const mm_job*)arg;
+    float* wrow = (float*)(j->worker_base + (uint64_t)worker * j->worker_bytes);
+    int64_t begin, end;
+    tsl_npu_split(j->n_items, worker, n_workers, &begin, &end);
+    int64_t rows[TSL_NPU_MM_COLS];
+    uint8_t* outs[TSL_NPU_MM_COLS];
+    for (int64_t item = begin; item < end; ++item) {
+        if (!item_has_work(j, item)) continue;
+        int64_t rt, matrix, i2, i3;
+        item_coords(j, item, &rt, &matrix, &i2, &i3);
+        const int64_t n_rows = j->n - rt * 32 < 32 ? j->n - rt * 32 : 32;
+        int64_t cursor = 0;
+        uint32_t n_cols;
+        while ((n_cols = next_cols(j, rt, matrix, i2, i3, &cursor, rows, outs)) > 0) {
+            for (int64_t r = 0; r < n_rows; ++r) {
+                const uint8_t* src = weight_row(j, rt * 32 + r, matrix);
+                const float* w = (const float*)src; /* F32 rows are read in place */
+                if (j->w->type == TSL_NPU_TYPE_F16) {
+                    j->widen_fn((const uint16_t*)src, wrow, j->k);
+                    w = wrow;
+                }
+                for (uint32_t c = 0; c < n_cols; ++c)
+                    *(float*)(outs[c] + (uint64_t)r * j->d->nb[0]) = j->dot_fn(w, x_row(j, rows[c]), j->k);
+            }
+        }
+    }
+}
+
+/* ---- run --------------------------------------------------------------------------------- */
+
+static int32_t mm_run(tsl_npu_op_ctx* c, int is_id) {
+    mm_job j;
+    __builtin_memset(&j, 0, sizeof j);
+    j.c = c;
+    j.is_id = is_id;
+    j.w = &c->src[0];
+    j.x = &c->src[1];
+    j.ids = is_id ? &c->src[2] : 0;
+    j.d = &c->dst[0];
+    kernel_of(c, &j.kp);
+    j.k = j.w->ne[0];
+    j.n = j.w->ne[1];
+    j.n_rt = (j.n + 31) / 32;
+    j.n_kt = j.k / 32;
+    j.r2 = j.x->ne[2] / j.w->ne[2];
+    j.r3 = j.x->ne[3] / j.w->ne[3];
+    j.n_items = j.n_rt * (is_id ? j.w->ne[2] : j.x->ne[2] * j.x->ne[3]);
+    const uint32_t workers = c->platform->n_threads ? c->platform->n_threads : 1u;
+    const int tiled = j.kp.kernel == TSL_NPU_MM_TILED;
+    j.tile_fn = tsl_npu_mm_tile_cols_c;
+    j.widen_fn = tsl_npu_mm_widen_c;
+    j.dot_fn = tsl_npu_mm_dot_c;
+#if defined(__x86_64__) || defined(__i386__)
+    if (c->platform->isa & TSL_NPU_ISA_AVX512VNNI) {
+        j.tile_fn = tsl_npu_mm_tile_cols_avx512vnni;
+        j.widen_fn = tsl_npu_mm_widen_avx512vnni;
+        j.dot_fn = tsl_npu_mm_dot_avx512vnni;
+    }
+#endif
+    if (tiled) {
+        j.tile_bytes = tsl_npu_tile_bytes(j.w->type);
+        j.q_bytes = align64((uint64_t)j.k);
+        j.s_bytes = align64((uint64_t)j.n_kt * 4u);
+        j.act_row_bytes = tsl_npu_q8_row_bytes(j.k);
+        j.act = (uint8_t*)tsl_npu_vtcm_alloc(c->vtcm, (uint64_t)tsl_npu_n_rows(j.x) * j.act_row_bytes, 0);
+        j.worker_bytes = (uint64_t)TSL_NPU_MM_COLS * 32u * 4u + (j.kp.dma ? 2u * align64((uint64_t)j.n_kt * j.tile_bytes) : 0u);
+    } else {
+        j.worker_bytes = align64((uint64_t)j.k * 4u);
+    }
+    j.worker_base = (uint8_t*)tsl_npu_vtcm_alloc(c->vtcm, workers * j.worker_bytes, 0);
+    int32_t* counts = 0;
+    if (is_id) counts = (int32_t*)tsl_npu_vtcm_alloc(c->vtcm, (uint64_t)j.w->ne[2] * 4u, 0);
+    if ((tiled && !j.act) || !j.worker_base || (is_id && !counts)) return TSL_NPU_ERR_NO_VTCM;
+    if (is_id) {
+        for (int64_t e = 0; e < j.w->ne[2]; ++e) counts[e] = 0;
+        for (int64_t t = 0; t < j.ids->ne[1]; ++t)
+            for (int64_t e = 0; e < j.ids->ne[0]; ++e) {
+                const int32_t id = id_at(j.ids, e, t);
+                if (id >= 0 && id < j.w->ne[2]) {
+                    ++counts[id];
+                    continue;
+                }
+                for (int64_t n = 0; n < j.n; ++n) *(float*)tsl_npu_elem(j.d, n, e, t, 0) = 0.0f;
+            }
+        j.expert_count = counts;
+    }
+    const int64_t work = j.n * tsl_npu_n_rows(j.d) * j.k; /* multiply-adds */
+    if (tiled) tsl_npu_ops_parallel(c, tsl_npu_n_elements(j.x), quantize_work, &j);
+    tsl_npu_ops_parallel(c, work, tiled ? tiled_work : flat_work, &j);
+    c->bytes = j.w->size + (uint64_t)tsl_npu_n_elements(j.x) * 4u + (uint64_t)tsl_npu_n_elements(j.d) * 4u;
+    return TSL_NPU_OK;
+}
+
+int32_t tsl_npu_mul_mat_run(tsl_npu_op_ctx* c) { return mm_run(c, 0); }
+int32_t tsl_npu_mul_mat_id_run(tsl_npu_op_ctx* c) { return mm_run(c, 1); }

@@ -1,0 +1,54 @@
+/* Internal to the matmul ops (ops_matmul.c): the tiled micro-kernel's interface, built from one
+ * generic source (ops_matmul_tile.inc) once in plain C (ops_matmul_tile.c, every target) and once
+ * per host ISA (ops_matmul_tile_avx512vnni.c, x86 only: AVX-512 F/BW + VNNI). */
+#ifndef TESSEL_NPU_DEVICE_OPS_MATMUL_H
+#define TESSEL_NPU_DEVICE_OPS_MATMUL_H
+
+#include <stdint.h>
+
+/* One pass of the tiled kernel: the 32 rows of one row tile against up to TSL_NPU_MM_COLS
+ * activation columns.
+ *   tiles: the row tile's n_kt tiles of `type` (Q4_0, Q4_1, Q8_0, IQ4_NL, MXFP4), tile_bytes each,
+ *          in the layout of src/npu/host/tiled.hpp;
+ *   act[c]: column c's Q8 activation row (tsl_npu_q8_row_bytes(32 * n_kt) bytes: quants, float
+ *          scales at q_bytes, int32 quant sums at q_bytes + s_bytes);
+ *   acc: [n_cols][32] floats, overwritten: acc[c * 32 + r] = row r . column c.
+ * Per block: the integer dot of the weight codes with the activation quants (codes offset to be
+ * unsigned, the offset taken back with the block's quant sum), times the activation scale, times
+ * the row's scale (Q4_1: plus min x activation scale x quant sum), summed over blocks in float. */
+typedef struct tsl_npu_mm_tile_args {
+    uint32_t type;
+    uint32_t tile_bytes;
+    int64_t n_kt;
+    const uint8_t* tiles;
+    uint32_t n_cols;
+    const uint8_t* const* act;
+    uint64_t q_bytes; /* offset of the scales in an activation row */
+    uint64_t s_bytes; /* bytes of the scales part (and of the sums part) */
+    float* acc;
+} tsl_npu_mm_tile_args;
+
+/* The flat kernel's pieces: k fp16 values widened to float (exact), and the float dot product
+ * of a and b (k elements) in 16 partial sums, added pairwise at the end (AVX-512: fused
+ * multiply-adds; plain C: a product then a sum). */
+typedef void (*tsl_npu_mm_widen_fn)(const uint16_t* h, float* out, int64_t k);
+typedef float (*tsl_npu_mm_dot_fn)(const float* a, const float* b, int64_t k);
+
+void tsl_npu_mm_tile_cols_c(const tsl_npu_mm_tile_args* a);
+void tsl_npu_mm_widen_c(const uint16_t* h, float* out, int64_t k);
+float tsl_npu_mm_dot_c(const float* a, const float* b, int64_t k);
+#if defined(__x86_64__) || defined(__i386__)
+void tsl_npu_mm_tile_cols_avx512vnni(const tsl_npu_mm_tile_args* a);
+void tsl_npu_mm_widen_avx512vnni(const uint16_t* h, float* out, int64_t k);
+float tsl_npu_mm_dot_avx512vnni(const float* a, const float* b, int64_t k);
+#endif
+
+/* A tile's 32 row scales as floats (fp16 d, or MXFP4's E8M0 exponent halved as its
+ * dequantization defines it) and, for Q4_1, its 32 mins (else zeros). Shared with GET_ROWS. */
+void tsl_npu_tile_scales(uint32_t type, const uint8_t* tile, float* d, float* m);
+
+/* Quant j (0..31) of row r (0..31) of a tile as its signed value before scaling: Q4_0 q - 8,
+ * Q4_1 q, Q8_0 q, IQ4_NL the non-linear table's value, MXFP4 twice the E2M1 value. */
+int32_t tsl_npu_tile_value(uint32_t type, const uint8_t* tile, int r, int j);
+
+#endif /* TESSEL_NPU_DEVICE_OPS_MATMUL_H */

@@ -1,0 +1,141 @@
+/* The device kernels' int8 vector abstraction (the integer half of vec.h's float vectors): byte
+ * vectors of TSL_VU8_LANES (64) unsigned lanes and int32 vectors of TSL_VI32_LANES (16) lanes,
+ * with dot products of 4-element groups: int32 lane i accumulates
+ *     sum_{t<4} u8 lane (4i + t) x s8 value t of its group,
+ * the shape of x86 AVX-512 VNNI `vpdpbusd` (unsigned x signed bytes) and of Hexagon HVX `vrmpy`
+ * (a vector of unsigned bytes times four signed bytes). Kernels keep weights in the unsigned
+ * operand (an offset code, e.g. q + 128, corrected with the activation block sum) and Q8
+ * activations in the signed one.
+ *
+ * Plain C by default (freestanding, builds for Hexagon: scripts/check-hexagon.sh); a translation
+ * unit compiled with AVX-512 BW + VNNI (the matmul's _avx512 kernel) gets the same functions on
+ * intrinsics. Results are identical: integer arithmetic has no rounding, and the sums stay far
+ * below 2^31 for the kernels' 32-element blocks (|sum| <= 32 * 255 * 128).
+ *
+ * Also here: Q8 quantization of activations, bit-exact with tessel's Q8_0 reference quantizer
+ * (src/quant/quant_legacy.cpp, after ggml's quantize_row_q8_0_ref): per block of 32,
+ * d = amax / 127 in float, q = round-half-away-from-zero(x * (1/d)) (0 when d = 0), d stored as
+ * fp16 (round to nearest even).
+ */
+#ifndef TESSEL_NPU_DEVICE_VEC_I8_H
+#define TESSEL_NPU_DEVICE_VEC_I8_H
+
+#include <stdint.h>
+
+#include "npu/device/half.h"
+
+#if defined(__AVX512BW__) && defined(__AVX512VNNI__)
+#include <immintrin.h>
+#define TSL_VI8_AVX512 1
+#endif
+
+#define TSL_VU8_LANES 64
+#define TSL_VI32_LANES 16
+
+#ifdef TSL_VI8_AVX512
+typedef __m512i tsl_vu8;
+typedef __m512i tsl_vi32;
+#else
+typedef struct tsl_vu8 {
+    uint8_t v[TSL_VU8_LANES];
+} tsl_vu8;
+typedef struct tsl_vi32 {
+    int32_t v[TSL_VI32_LANES];
+} tsl_vi32;
+#endif
+
+/* 64 bytes from p (any alignment). */
+static inline tsl_vu8 tsl_vu8_loadu(const uint8_t* p) {
+#ifdef TSL_VI8_AVX512
+    return _mm512_loadu_si512((const void*)p);
+#else
+    tsl_vu8 r;
+    __builtin_memcpy(r.v, p, sizeof r.v);
+    return r;
+#endif
+}
+
+static inline tsl_vi32 tsl_vi32_zero(void) {
+#ifdef TSL_VI8_AVX512
+    return _mm512_setzero_si512();
+#else
+    tsl_vi32 r;
+    for (int i = 0; i < TSL_VI32_LANES; ++i) r.v[i] = 0;
+    return r;
+#endif
+}
+
+/* acc lane i += sum_t a[4i + t] * b[4i + t]: a unsigned, b the 64 signed bytes at p. */
+static inline tsl_vi32 tsl_vi32_dot4(tsl_vi32 acc, tsl_vu8 a, const int8_t* b) {
+#ifdef TSL_VI8_AVX512
+    return _mm512_dpbusd_epi32(acc, a, _mm512_loadu_si512((const void*)b));
+#else
+    for (int i = 0; i < TSL_VI32_LANES; ++i)
+        for (int t = 0; t < 4; ++t) acc.v[i] += (int32_t)a.v[4 * i + t] * (int32_t)b[4 * i + t];
+    return acc;
+#endif
+}
+
+/* acc lane i += sum_t a[4i + t] * x4[t]: every group against the same four signed bytes. */
+static inline tsl_vi32 tsl_vi32_dot4_bcast(tsl_vi32 acc, tsl_vu8 a, const int8_t* x4) {
+#ifdef TSL_VI8_AVX512
+    int32_t g;
+    __builtin_memcpy(&g, x4, 4);
+    return _mm512_dpbusd_epi32(acc, a, _mm512_set1_epi32(g));
+#else
+    for (int i = 0; i < TSL_VI32_LANES; ++i)
+        for (int t = 0; t < 4; ++t) acc.v[i] += (int32_t)a.v[4 * i + t] * (int32_t)x4[t];
+    return acc;
+#endif
+}
+
+/* Lanes as int32 values (out: 16). */
+static inline void tsl_vi32_store(int32_t* out, tsl_vi32 a) {
+#ifdef TSL_VI8_AVX512
+    _mm512_storeu_si512((void*)out, a);
+#else
+    __builtin_memcpy(out, a.v, sizeof a.v);
+#endif
+}
+
+/* Scalar int8 x int8 dot product of n elements (the reference of the vector forms). */
+static inline int32_t tsl_npu_dot_i8(const int8_t* a, const int8_t* b, int n) {
+    int32_t s = 0;
+    for (int i = 0; i < n; ++i) s += (int32_t)a[i] * (int32_t)b[i];
+    return s;
+}
+
+/* round-half-away-from-zero(v) as int8, for |v| <= 127.5 (NaN: 0, as tessel's reference). */
+static inline int8_t tsl_npu_round_q8(float v) {
+    if (!(v > -2147483648.0f && v < 2147483648.0f)) return 0;
+    const float a = v < 0.0f ? -v : v;
+    int32_t i = (int32_t)a; /* truncation; a - i is exact below 2^23 */
+    if (a - (float)i >= 0.5f) ++i;
+    return (int8_t)(v < 0.0f ? -i : i);
+}
+
+/* One block of 32 floats -> 32 quants q and their sum *qsum; returns d as fp16 bits. */
+static inline uint16_t tsl_npu_quantize_q8_block(const float* x, int8_t* q, int32_t* qsum) {
+    float amax = 0.0f;
+    for (int j = 0; j < 32; ++j) {
+        const float a = tsl_npu_f32_of_bits(tsl_npu_f32_bits(x[j]) & 0x7fffffffu); /* fabs, -0 -> +0 */
+        amax = amax > a ? amax : a;
+    }
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    int32_t s = 0;
+    for (int j = 0; j < 32; ++j) {
+        q[j] = tsl_npu_round_q8(x[j] * id);
+        s += q[j];
+    }
+    *qsum = s;
+    return tsl_npu_float_to_half(d);
+}
+
+/* A row of k floats (k % 32 == 0) -> k quants, k/32 scales (the fp16 d widened to float, as the
+ * Q8_0 block stores it) and k/32 quant sums. */
+static inline void tsl_npu_quantize_q8_row(const float* x, int64_t k, int8_t* q, float* d, int32_t* sums) {
+    for (int64_t b = 0; b < k / 32; ++b) d[b] = tsl_npu_half_to_float(tsl_npu_quantize_q8_block(x + 32 * b, q + 32 * b, &sums[b]));
+}
+
+#endif /* TESSEL_NPU_DEVICE_VEC_I8_H */

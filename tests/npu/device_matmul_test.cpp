@@ -1,0 +1,183 @@
+// The device's int8 layer (src/npu/device/vec_i8.h) and its tiled matmul micro-kernel
+// (ops_matmul.h): the Q8 quantizer bit-exact against tessel's Q8_0 reference quantizer
+// (quant::quantize_row), the vector dot products against the scalar int8 dot, and the kernel (plain
+// C, and AVX-512 VNNI where the CPU has it) against a double-precision sum over the reference
+// dequantization of the weights (quant::dequantize_row) and of the Q8 activations; the flat
+// kernel's F16 widening (exact) and F32 dot product against double.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "npu/host/tiled.hpp"
+#include "quant/blocks.hpp"
+#include "quant/quant.hpp"
+
+extern "C" {
+#include "npu/device/ops_matmul.h"
+#include "npu/device/vec_i8.h"
+#include "npu/proto/proto.h"
+}
+
+namespace tessel::test {
+namespace {
+
+std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -4.0f, float hi = 4.0f) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> u(lo, hi);
+    std::vector<float> v(n);
+    for (float& x : v) x = u(rng);
+    return v;
+}
+
+TEST(NpuDeviceMatmul, Q8QuantizerIsBitExactWithQ8_0Reference) {
+    std::vector<float> x = random_floats(32 * 64, 7);
+    // edge blocks: all zeros, all -0, halves (rounding ties at q = +-x.5), one huge value, tiny values
+    for (int j = 0; j < 32; ++j) {
+        x[j] = 0.0f;
+        x[32 + j] = -0.0f;
+        x[64 + j] = (j - 16) * 0.5f;  // amax 8 -> id 127/8: ties where x * id hits .5
+        x[96 + j] = j == 5 ? 1e30f : 1.0f;
+        x[128 + j] = 1e-30f * static_cast<float>(j - 16);
+        x[160 + j] = static_cast<float>(j * 4 - 63);  // integer grid with a +-127-ish amax
+    }
+    const int64_t k = static_cast<int64_t>(x.size());
+    std::vector<quant::block_q8_0> ref(static_cast<size_t>(k / 32));
+    quant::quantize_row(DType::Q8_0, x.data(), ref.data(), k);
+    for (int64_t b = 0; b < k / 32; ++b) {
+        int8_t q[32];
+        int32_t sum = 0;
+        const uint16_t d = tsl_npu_quantize_q8_block(&x[static_cast<size_t>(b * 32)], q, &sum);
+        ASSERT_EQ(d, ref[b].d) << "block " << b;
+        ASSERT_EQ(std::memcmp(q, ref[b].qs, 32), 0) << "block " << b;
+        int32_t want = 0;
+        for (int j = 0; j < 32; ++j) want += ref[b].qs[j];
+        ASSERT_EQ(sum, want) << "block " << b;
+    }
+}
+
+TEST(NpuDeviceMatmul, VectorDotProductsEqualTheScalarInt8Dot) {
+    std::mt19937 rng(3);
+    for (int trial = 0; trial < 200; ++trial) {
+        uint8_t a[64];
+        int8_t b[64];
+        for (int i = 0; i < 64; ++i) {
+            a[i] = static_cast<uint8_t>(rng());
+            b[i] = static_cast<int8_t>(rng());
+        }
+        if (trial == 0) std::memset(a, 255, 64), std::memset(b, -128, 64);  // the extremes
+        int32_t got[16], got_b[16];
+        tsl_vi32_store(got, tsl_vi32_dot4(tsl_vi32_zero(), tsl_vu8_loadu(a), b));
+        tsl_vi32_store(got_b, tsl_vi32_dot4_bcast(tsl_vi32_zero(), tsl_vu8_loadu(a), b + 8));
+        for (int i = 0; i < 16; ++i) {
+            int32_t want = 0, want_b = 0;
+            for (int t = 0; t < 4; ++t) {
+                want += a[4 * i + t] * b[4 * i + t];
+                want_b += a[4 * i + t] * b[8 + t];
+            }
+            ASSERT_EQ(got[i], want) << trial << " lane " << i;
+            ASSERT_EQ(got_b[i], want_b) << trial << " lane " << i;
+        }
+        ASSERT_EQ(tsl_npu_dot_i8(b, b + 32, 32), [&] {
+            int32_t s = 0;
+            for (int i = 0; i < 32; ++i) s += b[i] * b[32 + i];
+            return s;
+        }());
+    }
+}
+
+bool has_avx512vnni() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vnni");
+#else
+    return false;
+#endif
+}
+
+/// One row tile (32 rows, N = 27 so 5 are padding) of K = 96 against 5 activation columns.
+void check_tile_kernel(DType type, void (*kernel)(const tsl_npu_mm_tile_args*)) {
+    constexpr int64_t K = 96, N = 27, M = 5;
+    const npu::tiled::Shape ne{K, N, 1, 1};
+    const std::vector<float> wf = random_floats(static_cast<size_t>(K * N), 11);
+    std::vector<uint8_t> gguf(dtype_row_bytes(type, K) * N);
+    quant::quantize_rows(type, wf.data(), gguf.data(), N, K);
+    std::vector<uint8_t> tiles(npu::tiled::tiled_size(type, ne));
+    npu::tiled::repack(type, ne, gguf.data(), tiles.data());
+
+    const std::vector<float> xf = random_floats(static_cast<size_t>(K * M), 12);
+    const uint64_t row_bytes = tsl_npu_q8_row_bytes(K), q_bytes = 128, s_bytes = 64;
+    ASSERT_EQ(row_bytes, q_bytes + 2 * s_bytes);
+    std::vector<uint8_t> act(row_bytes * M);
+    std::vector<const uint8_t*> cols(M);
+    for (int64_t m = 0; m < M; ++m) {
+        uint8_t* row = act.data() + m * row_bytes;
+        tsl_npu_quantize_q8_row(&xf[static_cast<size_t>(m * K)], K, reinterpret_cast<int8_t*>(row),
+                                reinterpret_cast<float*>(row + q_bytes), reinterpret_cast<int32_t*>(row + q_bytes + s_bytes));
+        cols[static_cast<size_t>(m)] = row;
+    }
+    std::vector<float> acc(32 * M, -1.0f);
+    const tsl_npu_mm_tile_args a{static_cast<uint32_t>(type), tsl_npu_tile_bytes(static_cast<uint32_t>(type)), K / 32,
+                                 tiles.data(), M, cols.data(), q_bytes, s_bytes, acc.data()};
+    kernel(&a);
+
+    // reference: the dequantized weights . the dequantized Q8 activations, in double
+    std::vector<float> w(static_cast<size_t>(K * N));
+    quant::dequantize_row(type, gguf.data(), w.data(), K * N);
+    for (int64_t m = 0; m < M; ++m) {
+        std::vector<quant::block_q8_0> xq(K / 32);
+        quant::quantize_row(DType::Q8_0, &xf[static_cast<size_t>(m * K)], xq.data(), K);
+        std::vector<float> x(K);
+        quant::dequantize_row(DType::Q8_0, xq.data(), x.data(), K);
+        for (int64_t n = 0; n < 32; ++n) {
+            double want = 0.0, mag = 0.0;
+            for (int64_t i = 0; n < N && i < K; ++i) {
+                want += static_cast<double>(w[n * K + i]) * x[i];
+                mag += std::fabs(static_cast<double>(w[n * K + i]) * x[i]);
+            }
+            // float sums over 3 blocks: a few ulps of the magnitude
+            EXPECT_NEAR(acc[m * 32 + n], want, 1e-6 * mag + 1e-30) << dtype_name(type) << " row " << n << " col " << m;
+        }
+    }
+}
+
+TEST(NpuDeviceMatmul, TileKernelMatchesTheReferenceDot) {
+    // plain C always; the AVX-512 VNNI build of the same source where this CPU has it
+    for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q8_0, DType::IQ4_NL, DType::MXFP4}) {
+        check_tile_kernel(t, tsl_npu_mm_tile_cols_c);
+#if defined(__x86_64__) || defined(__i386__)
+        if (has_avx512vnni()) check_tile_kernel(t, tsl_npu_mm_tile_cols_avx512vnni);
+#endif
+    }
+}
+
+TEST(NpuDeviceMatmul, FlatPiecesWidenExactlyAndDotWithinFloatRounding) {
+    std::vector<uint16_t> h(75);
+    std::mt19937 rng(5);
+    for (uint16_t& v : h) v = static_cast<uint16_t>(rng() & 0x7bff);  // finite halves of both signs
+    using Widen = void (*)(const uint16_t*, float*, int64_t);
+    using Dot = float (*)(const float*, const float*, int64_t);
+    std::vector<std::pair<Widen, Dot>> variants{{tsl_npu_mm_widen_c, tsl_npu_mm_dot_c}};
+#if defined(__x86_64__) || defined(__i386__)
+    if (has_avx512vnni()) variants.emplace_back(tsl_npu_mm_widen_avx512vnni, tsl_npu_mm_dot_avx512vnni);
+#endif
+    const std::vector<float> a = random_floats(75, 21), b = random_floats(75, 22);
+    for (const auto& [widen, dot] : variants) {
+        std::vector<float> out(75);
+        widen(h.data(), out.data(), 75);
+        for (size_t i = 0; i < h.size(); ++i) ASSERT_EQ(out[i], tsl_npu_half_to_float(h[i])) << i;
+        double want = 0.0, mag = 0.0;
+        for (size_t i = 0; i < a.size(); ++i) {
+            want += static_cast<double>(a[i]) * b[i];
+            mag += std::fabs(static_cast<double>(a[i]) * b[i]);
+        }
+        EXPECT_NEAR(dot(a.data(), b.data(), 75), want, 1e-6 * mag);
+    }
+}
+
+}  // namespace
+}  // namespace tessel::test

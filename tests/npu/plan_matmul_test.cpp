@@ -1,0 +1,56 @@
+// The host's matmul plan (plan.hpp): the kernel chain (tiled weights -> TILED, plain F16/F32 ->
+// FLAT, restricted by TESSEL_NPU_MM_SELECT) and the VTCM each kernel states, worked out by hand
+// from tsl_npu_matmul_scratch's rule (proto.h), and the node declined once the VTCM is one byte short.
+#include <gtest/gtest.h>
+
+#include "backend/weights.hpp"
+#include "graph/builder.hpp"
+#include "npu/host/buffer.hpp"
+#include "npu/host/device.hpp"
+#include "npu/host/plan.hpp"
+
+namespace tessel::npu {
+namespace {
+
+constexpr uint32_t bit(uint32_t kernel) { return 1u << kernel; }
+
+TEST(NpuPlanMatmul, TiledWeightTakesTheTiledKernelWithItsScratch) {
+    NpuDevice dev(0, Config{});
+    Graph g;
+    Tensor* w = g.new_tensor(DType::Q4_0, {256, 40}, "w");
+    Tensor* x = g.new_tensor(DType::F32, {256, 7}, "x");
+    Tensor* y = build::mul_mat(g, w, x);
+    auto weights = allocate_weights(dev.buffer_type(), {w});
+    ASSERT_NE(tiled_of(*w), nullptr);
+    // activations: 7 rows x (256 quants + 64 B of 8 scales + 64 B of 8 sums) = 2688;
+    // per worker: 64 x 32 accumulators (8192) + 2 buffers of 8 tiles x 576 B (4608 each)
+    const uint64_t with_dma = 7 * 384 + 2 * (8192 + 2 * 4608);
+    const uint64_t without_dma = 7 * 384 + 2 * 8192;
+    DeviceBudget b{1u << 20, 2};
+    EXPECT_EQ(plan_matmul_kernel(*y, b), uint32_t{TSL_NPU_MM_TILED});
+    EXPECT_EQ(plan_scratch(*y, b), with_dma);
+    b.dma = false;
+    EXPECT_EQ(plan_scratch(*y, b), without_dma);
+    b.dma = true;
+    EXPECT_TRUE(plan_fits(*y, DeviceBudget{with_dma, 2}));
+    EXPECT_FALSE(plan_fits(*y, DeviceBudget{with_dma - 1, 2}));
+    b.mm_kernels = bit(TSL_NPU_MM_FLAT) | bit(TSL_NPU_MM_MATRIX);  // tiled not allowed: declined
+    EXPECT_EQ(plan_matmul_kernel(*y, b), 0u);
+    EXPECT_FALSE(plan_fits(*y, b));
+}
+
+TEST(NpuPlanMatmul, PlainHalfWeightTakesTheFlatKernel) {
+    Graph g;
+    Tensor* w = g.new_tensor(DType::F16, {100, 40}, "w");
+    Tensor* x = g.new_tensor(DType::F32, {100, 7}, "x");
+    Tensor* y = build::mul_mat(g, w, x);
+    DeviceBudget b{1u << 20, 3};
+    EXPECT_EQ(plan_matmul_kernel(*y, b), uint32_t{TSL_NPU_MM_FLAT});
+    EXPECT_EQ(plan_scratch(*y, b), 3u * 448u);  // one F32 row of 100 (400 B, rounded to 448) per worker
+    b.mm_kernels = bit(TSL_NPU_MM_TILED);
+    EXPECT_EQ(plan_matmul_kernel(*y, b), 0u);
+    EXPECT_FALSE(plan_fits(*y, b));
+}
+
+}  // namespace
+}  // namespace tessel::npu
