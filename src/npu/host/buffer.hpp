@@ -45,6 +45,10 @@ public:
     /// four buffers still fits a batch on a 32-bit device; larger weights are spread over buffers.
     size_t max_size() const override;
     bool is_host() const override { return host_; }
+    /// NPUn: true when the device claims `use` with its unplaced weight sources stored tiled
+    /// (device_supports_tiled_weights; today no kernel reads tiles, so a use of a tileable weight
+    /// is declined and that weight stays with the CPU). NPUn-HOST: every use (no tiling).
+    bool supports_use(const Tensor& use) const override;
     NpuDevice& device() const { return device_; }
 
 private:
@@ -85,6 +89,10 @@ private:
     std::unique_ptr<ShmBuffer> shm_;
     std::unordered_map<const Tensor*, std::unique_ptr<TiledTensor>> tiled_;
 };
+
+/// Whether NPUn (device memory, usage Weights) stores t tiled: a tileable type (tiled.hpp),
+/// flagged kFlagWeight, not a view.
+bool would_tile(const Tensor& t);
 
 /// The NPU buffer holding t's data, or nullptr when t lives elsewhere.
 const NpuBuffer* npu_buffer_of(const Tensor& t);

@@ -20,6 +20,11 @@ namespace tessel::npu {
 /// a view of one.
 bool device_supports(const Tensor& t, const DeviceBudget& budget);
 
+/// device_supports for a node whose unplaced weight sources (flagged kFlagWeight, no buffer yet)
+/// would be stored tiled in NPUn (would_tile): whether NPUn serves that use of a weight
+/// (NpuBufferType::supports_use, asked by the weight loader before placing anything).
+bool device_supports_tiled_weights(const Tensor& t, const DeviceBudget& budget);
+
 /// True when t computes nothing (a leaf or a view): graph_compute skips it.
 bool is_no_op(const Tensor& t);
 

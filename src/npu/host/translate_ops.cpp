@@ -161,12 +161,20 @@ tsl_npu_softmax_kparams softmax_kparams(const Tensor& t) {
     return k;
 }
 
+// A source the node reads as 32x32 tiles: a tiled weight or a view of one; with `unplaced_tiled`
+// also a weight not placed yet that NPUn would store tiled (the weight loader's question).
+bool tiled_source(const Tensor& s, bool unplaced_tiled) {
+    if (reads_tiled(s)) return true;
+    const Tensor& o = s.view_src ? *s.view_src : s;
+    return unplaced_tiled && !o.buffer && would_tile(o);
+}
+
 // The op, types, shapes and op_params the device implements (the budget aside).
-bool op_supported(const Tensor& t) {
+bool op_supported(const Tensor& t, bool unplaced_tiled = false) {
     // No device kernel reads 32x32 tiles yet: a node reading a tiled weight goes to the CPU, which
     // gets the GGUF bytes through get_tensor.
     for (const Tensor* s : t.src)
-        if (s && reads_tiled(*s)) return false;
+        if (s && tiled_source(*s, unplaced_tiled)) return false;
     switch (t.op) {
     case Op::ADD:
     case Op::SUB:
@@ -194,6 +202,10 @@ bool op_supported(const Tensor& t) {
 
 bool device_supports(const Tensor& t, const DeviceBudget& budget) {
     return op_supported(t) && plan_fits(t, budget);
+}
+
+bool device_supports_tiled_weights(const Tensor& t, const DeviceBudget& budget) {
+    return op_supported(t, true) && plan_fits(t, budget);
 }
 
 DeviceOp translate(const Tensor& t, const DeviceBudget& budget) {
