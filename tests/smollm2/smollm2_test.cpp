@@ -30,6 +30,7 @@
 
 #include "core/fp16.hpp"
 #include "gguf/reader.hpp"
+#include "runtime/context.hpp"
 #include "runtime/generate.hpp"
 #include "support/smollm2.hpp"
 #include "tessel/engine.hpp"
@@ -178,6 +179,11 @@ TEST_P(SmolLM2, GreedyGenerationMatchesLlamaCpp) {
                 }
                 ASSERT_EQ(got[i], tokens[t + 1]) << name << " " << mode.name << " token " << i << " (margin " << margin << ")";
             }
+            // On the NPU, the last graph really ran nodes there (and the CPU the rest).
+            size_t npu_nodes = 0;
+            for (const Scheduler::Split& sp : ctx.impl().scheduler().splits())
+                if (sp.backend->name() != "CPU") npu_nodes += sp.nodes.size();
+            EXPECT_EQ(npu_nodes > 0, std::string(GetParam()) != "cpu") << npu_nodes << " nodes off the CPU";
             std::printf("[ SmolLM2  ] %s %s %s: %zu greedy tokens identical%s\n", GetParam(), name.c_str(), mode.name, i,
                         i < got.size() ? " up to a near tie" : "");
         }
