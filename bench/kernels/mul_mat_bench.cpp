@@ -101,7 +101,7 @@ public:
             outs_.push_back(y);
         }
         Device& dev = cpu::cpu_device();
-        BufferType& bt = choose_weight_buffer_type(dev, *ws[0], {outs_[0]});
+        BufferType& bt = choose_weight_buffer_type({&dev}, *ws[0], {outs_[0]});
         weights_ = allocate_weights(bt, ws);
         for (Tensor* w : ws) w->buffer->set_tensor(*w, bytes.data(), 0, bytes.size());
     }

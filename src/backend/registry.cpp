@@ -1,9 +1,12 @@
 #include "backend/registry.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <string>
 
 #include "cpu/cpu_backend.hpp"
 #include "npu/host/device.hpp"
+#include "tessel/errors.hpp"
 
 namespace tessel {
 
@@ -36,6 +39,42 @@ Device* Registry::find(std::string_view name) const {
     for (Device* d : devices())
         if (d->name() == name) return d;
     return nullptr;
+}
+
+namespace {
+
+std::string lower(std::string_view s) {
+    std::string out(s);
+    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+}
+
+}  // namespace
+
+std::vector<Device*> Registry::run_devices(std::string_view name) const {
+    Device* cpu = nullptr;
+    Device* first_npu = nullptr;
+    std::string known = "cpu";
+    for (Device* d : devices()) {
+        if (d->kind() == DeviceKind::Cpu) {
+            if (!cpu) cpu = d;
+            continue;
+        }
+        if (!first_npu && lower(d->name()).starts_with("npu")) {
+            first_npu = d;
+            known += ", npu = " + lower(d->name());
+        } else {
+            known += ", " + lower(d->name());
+        }
+    }
+    const std::string want = lower(name);
+    Device* chosen = nullptr;
+    if (want == "cpu") return {cpu};
+    if (want == "npu") chosen = first_npu;
+    for (Device* d : devices())
+        if (!chosen && d != cpu && lower(d->name()) == want) chosen = d;
+    if (!chosen) throw Error(ErrorCode::InvalidArgument, "unknown device '" + std::string(name) + "' (devices: " + known + ")");
+    return {chosen, cpu};
 }
 
 }  // namespace tessel

@@ -24,6 +24,11 @@ public:
     std::vector<Device*> devices() const;
     /// The device named `name` (case-sensitive), or nullptr.
     Device* find(std::string_view name) const;
+    /// The devices a model runs on for a user's device name, in priority order, the CPU last (the
+    /// scheduler's fallback): "cpu" -> [CPU]; "npu" -> [NPU0, CPU] (the first accelerator whose
+    /// name starts with NPU); a registered name in any case (e.g. "npu1") -> [that device, CPU].
+    /// Throws tessel::Error(InvalidArgument) "unknown device 'X' (devices: cpu, npu = NPU0, ...)".
+    std::vector<Device*> run_devices(std::string_view name) const;
 
 private:
     Registry();

@@ -37,6 +37,14 @@ BufferType& Scheduler::compute_type(const Backend& b) const {
 Scheduler::~Scheduler() { release(); }
 
 Backend* Scheduler::assign(const Tensor& node) const {
+    // 0. an in-place writer (its result a view of memory that already exists, e.g. SET_ROWS into
+    //    the KV cache) runs where that memory is addressed: a copy would take its writes.
+    if (node.view_src && owner(&node)->buffer) {
+        const BufferType& dst = owner(&node)->buffer->type();
+        for (Backend* b : backends_)
+            if (b->device().supports_buft(dst) && b->device().supports_op(node)) return b;
+        return nullptr;
+    }
     // 1. where the weights are
     for (const Tensor* s : node.src) {
         if (!s) continue;
@@ -79,7 +87,11 @@ void Scheduler::allocate(Graph& g) {
             b = it != assignment_.end() ? it->second : cpu_;
         } else {
             b = assign(*n);
-            if (!b) throw Error(ErrorCode::Unsupported, std::string("no backend supports ") + op_name(n->op) + " " + describe(*n));
+            if (!b) {
+                std::string where;
+                if (n->view_src && owner(n)->buffer) where = " writing into " + owner(n)->buffer->type().name() + " memory";
+                throw Error(ErrorCode::Unsupported, std::string("no backend supports ") + op_name(n->op) + " " + describe(*n) + where);
+            }
         }
         assignment_[n] = b;
     }

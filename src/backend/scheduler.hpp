@@ -1,10 +1,15 @@
 // The scheduler: runs one graph over several backends (DESIGN.md, "Core contracts").
 //
 // allocate(g):
-//  1. assigns every node to a backend: first the backend whose buffers hold a weight the node
-//     reads (if that backend supports the op), else the first backend in priority order whose
-//     device supports the op. The CPU backend (required, last) supports every op, so a node an
-//     accelerator declines always runs on the CPU — never an abort;
+//  1. assigns every node to a backend: an in-place writer (a node whose result is a view of a
+//     tensor that already has memory, e.g. SET_ROWS or CPY into the KV cache) to the first
+//     backend, in priority order, whose device addresses that memory (supports_buft) and supports
+//     the op — never to one that would get a copy of the destination, whose writes would be lost
+//     (a KV cache in NPUn-HOST memory, which CPU and NPU both address, lets the NPU write it);
+//     otherwise first the backend whose buffers hold a weight the node reads (if that backend
+//     supports the op), else the first backend in priority order whose device supports the op.
+//     The CPU backend (required, last) supports every op, so a node an accelerator declines
+//     always runs on the CPU — never an abort;
 //  2. cuts the node list into splits of consecutive nodes on one backend (views follow their
 //     source and compute nothing);
 //  3. for every split input stored where the split's device cannot read it, makes a copy in
@@ -38,7 +43,8 @@ public:
     ~Scheduler();
 
     /// Assigns, splits and allocates g (see above). Input leaves can be written after this.
-    /// Throws tessel::Error when a node has no backend (cannot happen with the CPU present).
+    /// Throws tessel::Error(Unsupported) when a node has no backend (with the CPU present: only an
+    /// in-place writer into memory no backend that supports the op addresses).
     void allocate(Graph& g);
     /// Runs the graph allocated last; returns when every split is done.
     void compute();

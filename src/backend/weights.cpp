@@ -11,14 +11,19 @@ size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
 }  // namespace
 
-BufferType& choose_weight_buffer_type(Device& dev, const Tensor& w, const std::vector<const Tensor*>& uses) {
-    (void)w;
-    for (BufferType* bt : dev.extra_weight_buffer_types()) {
-        bool serves_all = dev.supports_buft(*bt);
-        for (const Tensor* u : uses) serves_all = serves_all && bt->supports_use(*u);
-        if (serves_all) return *bt;
+BufferType& choose_weight_buffer_type(const std::vector<Device*>& devices, const Tensor& w,
+                                      const std::vector<const Tensor*>& uses) {
+    if (devices.empty()) throw Error(ErrorCode::InvalidArgument, "weight " + w.name + ": no device to place it on");
+    for (Device* dev : devices) {
+        std::vector<BufferType*> types = dev->extra_weight_buffer_types();
+        types.push_back(&dev->buffer_type());
+        for (BufferType* bt : types) {
+            bool serves_all = dev->supports_buft(*bt);
+            for (const Tensor* u : uses) serves_all = serves_all && bt->supports_use(*u) && dev->supports_op(*u);
+            if (serves_all) return *bt;
+        }
     }
-    return dev.buffer_type();
+    return devices.back()->buffer_type();
 }
 
 std::vector<std::unique_ptr<Buffer>> allocate_weights(BufferType& bt, const std::vector<Tensor*>& tensors) {

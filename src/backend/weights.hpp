@@ -1,10 +1,15 @@
 // Weight placement and loading.
 //
-// Placement rule (per tensor, per use): a weight goes to the first buffer type, in the order
-// device.extra_weight_buffer_types() (best first) then device.buffer_type(), that serves EVERY
-// node reading it (BufferType::supports_use). So a tied `token_embd` read by GET_ROWS and by
-// the output MUL_MAT lands in a packed type only if that type serves both ops; otherwise it
-// stays in the plain type, where every op the device supports can read it.
+// Placement rule (per tensor, per use): the devices are tried in priority order (accelerators
+// first, the CPU last); on each, the buffer types device.extra_weight_buffer_types() (best first)
+// then device.buffer_type(). A weight goes to the first type that serves EVERY node reading it:
+// the device reads the type (supports_buft), the type serves the node (BufferType::supports_use,
+// e.g. an NPU type that stores weights tiled answers whether a device kernel reads its tiles) and
+// the device claims the node (supports_op). The last device's plain buffer type is the fallback.
+// So a tied `token_embd` read by GET_ROWS and by the output MUL_MAT lands in a packed type only
+// if that type serves both ops; a norm weight read by a MUL the NPU claims lands in the NPU's
+// memory, a matmul weight the NPU does not multiply stays on the CPU. Weights must be flagged
+// kFlagWeight before the choice, so a type can tell which sources of a use are weights.
 //
 // Allocation honours BufferType::max_size(): tensors are packed in order into as many buffers
 // as needed, a new buffer starting whenever the next tensor would not fit.
@@ -18,8 +23,10 @@
 
 namespace tessel {
 
-/// The buffer type for weight `w` on `dev`, given the nodes that read it (rule above).
-BufferType& choose_weight_buffer_type(Device& dev, const Tensor& w, const std::vector<const Tensor*>& uses);
+/// The buffer type for weight `w` on `devices` (priority order, non-empty), given the nodes that
+/// read it (rule above). Throws tessel::Error(InvalidArgument) when `devices` is empty.
+BufferType& choose_weight_buffer_type(const std::vector<Device*>& devices, const Tensor& w,
+                                      const std::vector<const Tensor*>& uses);
 
 /// Flags `tensors` kFlagWeight (before sizing them: alloc_size may depend on it), allocates
 /// buffers of type `bt` (usage Weights) and places the tensors in them, in order,

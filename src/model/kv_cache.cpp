@@ -27,12 +27,11 @@ bool in_range(int32_t pos, int32_t p0, int32_t p1) { return pos >= p0 && (p1 < 0
 
 }  // namespace
 
-KvCache::KvCache(const Hparams& hp, int64_t kv_size, DType type_k, DType type_v, Device& dev) {
+KvCache::KvCache(const Hparams& hp, int64_t kv_size, DType type_k, DType type_v, BufferType& bt) {
     if (kv_size <= 0) throw Error(ErrorCode::InvalidArgument, "KV cache size must be > 0 cells");
     check_type(type_k, hp, "K");
     check_type(type_v, hp, "V");
     cells_.resize(static_cast<size_t>(kv_size));
-    BufferType& bt = dev.buffer_type();
     const size_t align = bt.alignment();
     size_t total = 0;
     std::vector<size_t> offsets;

@@ -25,9 +25,10 @@ public:
     static constexpr int32_t kMaxSeq = 64;  ///< sequence ids are 0 .. kMaxSeq-1
 
     /// Allocates K and V for every layer (types F16, F32 or Q8_0; Q8_0 needs head_dim % 32 == 0)
-    /// in one buffer of dev's buffer type, cleared. Throws tessel::Error(InvalidArgument) for a
+    /// in one buffer of type `bt` (memory every device of the context reads and writes in place,
+    /// e.g. CPU, or NPU0-HOST beside an NPU), cleared. Throws tessel::Error(InvalidArgument) for a
     /// type or size it cannot hold, Error(Io) when memory is short.
-    KvCache(const Hparams& hp, int64_t kv_size, DType type_k, DType type_v, Device& dev);
+    KvCache(const Hparams& hp, int64_t kv_size, DType type_k, DType type_v, BufferType& bt);
 
     int64_t size() const { return static_cast<int64_t>(cells_.size()); }
     const std::vector<KvLayer>& layers() const { return layers_; }

@@ -8,7 +8,7 @@
 
 namespace tessel::model {
 
-Model::Model(gguf::File file, Device& dev) : file_(std::move(file)), dev_(&dev) {}
+Model::Model(gguf::File file, std::vector<Device*> devices) : file_(std::move(file)), devs_(std::move(devices)) {}
 Model::~Model() = default;
 
 Tensor* Model::weight(const std::string& name, std::initializer_list<int64_t> ne, bool f32_only) {
@@ -29,8 +29,10 @@ Tensor* Model::weight(const std::string& name, std::initializer_list<int64_t> ne
     return &t;
 }
 
-std::shared_ptr<const Model> Model::load(const std::string& path, Device& dev) {
-    std::shared_ptr<Model> m(new Model(gguf::File::open(path), dev));
+std::shared_ptr<const Model> Model::load(const std::string& path, std::vector<Device*> devices) {
+    if (devices.empty() || devices.back()->kind() != DeviceKind::Cpu)
+        throw Error(ErrorCode::InvalidArgument, path + ": a model needs a CPU device last in its device list (the fallback)");
+    std::shared_ptr<Model> m(new Model(gguf::File::open(path), std::move(devices)));
     Hparams& hp = m->hp_;
     hp = read_hparams(m->file_);
     const gguf::TensorInfo* embd = m->file_.find_tensor("token_embd.weight");
@@ -71,8 +73,10 @@ void Model::place_and_load() {
         for (const Tensor* src : node->src)
             if (src) uses[src].push_back(node);
 
+    // Flagged before the choice, so a buffer type can tell which sources of a use are weights.
+    for (Tensor& t : tensors_) t.flags |= kFlagWeight;
     std::map<BufferType*, std::vector<Tensor*>> by_type;
-    for (Tensor& t : tensors_) by_type[&choose_weight_buffer_type(*dev_, t, uses[&t])].push_back(&t);
+    for (Tensor& t : tensors_) by_type[&choose_weight_buffer_type(devs_, t, uses[&t])].push_back(&t);
     for (auto& [bt, list] : by_type)
         for (auto& buf : allocate_weights(*bt, list)) buffers_.push_back(std::move(buf));
     for (Tensor& t : tensors_) load_weight(file_, t);

@@ -35,15 +35,17 @@ class Model {
 public:
     /// Opens and validates `path`, reads the hyper-parameters, checks every tensor the
     /// architecture needs (present, shape, a supported type) and loads the weights into buffers
-    /// of `dev` (the buffer type per weight chosen by choose_weight_buffer_type from the nodes of
-    /// a one-token graph that read it). Throws tessel::Error: Io / Gguf* for the file,
+    /// of `devices` (priority order, a CPU device last: Registry::run_devices; the buffer type
+    /// per weight chosen by choose_weight_buffer_type from the nodes of a one-token graph that
+    /// read it). Contexts run on the same devices. Throws tessel::Error: Io / Gguf* for the file,
     /// Unsupported for an unknown architecture or tensor type, BadModel naming a missing or
-    /// misshapen tensor or key.
-    static std::shared_ptr<const Model> load(const std::string& path, Device& dev);
+    /// misshapen tensor or key, InvalidArgument when `devices` does not end with a CPU device.
+    static std::shared_ptr<const Model> load(const std::string& path, std::vector<Device*> devices);
 
     const Hparams& hparams() const { return hp_; }
     const gguf::File& file() const { return file_; }
-    Device& device() const { return *dev_; }
+    /// The devices the model runs on, priority order, the CPU last.
+    const std::vector<Device*>& devices() const { return devs_; }
     const LayerWeights& layer(int64_t i) const { return layers_[static_cast<size_t>(i)]; }
     Tensor* tok_embd() const { return tok_embd_; }       ///< [E, n_vocab]
     Tensor* output_norm() const { return output_norm_; } ///< F32 [E]
@@ -58,12 +60,12 @@ public:
     ~Model();
 
 private:
-    Model(gguf::File file, Device& dev);
+    Model(gguf::File file, std::vector<Device*> devices);
     Tensor* weight(const std::string& name, std::initializer_list<int64_t> ne, bool f32_only = false);
     void place_and_load();
 
     gguf::File file_;
-    Device* dev_;
+    std::vector<Device*> devs_;
     Hparams hp_;
     std::deque<Tensor> tensors_;  // the weight tensors (stable addresses)
     std::vector<LayerWeights> layers_;

@@ -20,6 +20,18 @@ DType cache_type(const std::string& name, const char* which) {
 
 void write_input(Tensor* t, const void* data, size_t bytes) { t->buffer->set_tensor(*t, data, 0, bytes); }
 
+/// Memory for the KV cache that every device reads and writes in place: the first accelerator's
+/// host buffer type (proc "host_buffer_type", e.g. NPU0-HOST) when every device supports it, else
+/// the CPU's (the last device's) buffer type.
+BufferType& kv_buffer_type(const std::vector<Device*>& devices) {
+    for (Device* d : devices) {
+        if (d->kind() == DeviceKind::Cpu) continue;
+        auto* bt = static_cast<BufferType*>(d->proc("host_buffer_type"));
+        if (bt && std::all_of(devices.begin(), devices.end(), [&](Device* o) { return o->supports_buft(*bt); })) return *bt;
+    }
+    return devices.back()->buffer_type();
+}
+
 }  // namespace
 
 Context::Context(std::shared_ptr<const model::Model> model, const ContextParams& params)
@@ -32,11 +44,15 @@ Context::Context(std::shared_ptr<const model::Model> model, const ContextParams&
     const DType type_k = cache_type(params_.type_k, "K"), type_v = cache_type(params_.type_v, "V");
     if (!flash_attn_ && dtype_info(type_v).quantized)
         throw Error(ErrorCode::InvalidArgument, std::string("a ") + dtype_name(type_v) + " V cache needs flash attention (-fa on)");
-    kv_ = std::make_unique<model::KvCache>(hp, n_ctx, type_k, type_v, model_->device());
+    kv_ = std::make_unique<model::KvCache>(hp, n_ctx, type_k, type_v, kv_buffer_type(model_->devices()));
     BackendParams bp;
     bp.n_threads = params_.n_threads;
-    backend_ = model_->device().init_backend(bp);
-    sched_ = std::make_unique<Scheduler>(std::vector<Backend*>{backend_.get()});
+    std::vector<Backend*> order;
+    for (Device* d : model_->devices()) {
+        backends_.push_back(d->init_backend(bp));
+        order.push_back(backends_.back().get());
+    }
+    sched_ = std::make_unique<Scheduler>(order);
 }
 
 Context::~Context() {

@@ -5,6 +5,11 @@
 // when the shapes are unchanged) the forward graph, fills its inputs and runs it through the
 // scheduler. Logits of the entries that asked for them are kept, in batch order, until the next
 // decode().
+//
+// Devices: the model's (Model::devices(), e.g. [NPU0, CPU]); the context opens one backend on
+// each and gives the scheduler all of them in that order, so an accelerator takes every node it
+// claims and the CPU the rest. The KV cache lives in memory every device reads and writes in
+// place (kv_buffer_type), so in-place cache writes (SET_ROWS) land where attention reads them.
 #pragma once
 
 #include <cstdint>
@@ -48,6 +53,8 @@ public:
     bool flash_attn() const { return flash_attn_; }
     /// Forward graphs built so far (a reused graph is not counted): for tests of graph reuse.
     int64_t graphs_built() const { return graphs_built_; }
+    /// The scheduler of the last ubatch's graph (which backend ran which node): for tests.
+    const Scheduler& scheduler() const { return *sched_; }
 
 private:
     void decode_ubatch(std::span<const BatchToken> ub);
@@ -56,7 +63,7 @@ private:
     ContextParams params_;
     bool flash_attn_ = true;
     std::unique_ptr<model::KvCache> kv_;
-    std::unique_ptr<Backend> backend_;
+    std::vector<std::unique_ptr<Backend>> backends_;  // one per model device, same order
     std::unique_ptr<Scheduler> sched_;
     std::unique_ptr<Graph> graph_;
     model::ForwardShape shape_;

@@ -1,7 +1,7 @@
 // The public API (include/tessel/engine.hpp) over the model, vocab and runtime layers.
 #include <map>
 
-#include "cpu/cpu_backend.hpp"
+#include "backend/registry.hpp"
 #include "runtime/context.hpp"
 #include "tessel/engine.hpp"
 #include "vocab/detokenize.hpp"
@@ -29,9 +29,9 @@ constexpr const char* kEogTexts[] = {"<|im_end|>", "<|endoftext|>", "<|eot_id|>"
 
 Model::~Model() = default;
 
-std::shared_ptr<const Model> Model::load(const std::string& path) {
+std::shared_ptr<const Model> Model::load(const std::string& path, const std::string& device) {
     std::shared_ptr<Model> m(new Model());
-    m->impl_ = model::Model::load(path, cpu::cpu_device());
+    m->impl_ = model::Model::load(path, Registry::global().run_devices(device));
     m->tok_ = std::make_unique<vocab::Tokenizer>(vocab::Vocab::load(m->impl_->file()));
     const model::Hparams& hp = m->impl_->hparams();
     if (m->tok_->vocab().size() != hp.n_vocab)

@@ -26,7 +26,7 @@ using runtime::FlashAttn;
 
 std::shared_ptr<const model::Model> tiny(const test::TinyLlamaOptions& opt = {}) {
     const auto path = test::temp_dir() / ("tiny-" + std::string(dtype_name(opt.matrix_type)) + (opt.tied_output ? "-tied" : "") + ".gguf");
-    return model::Model::load(test::write_tiny_llama(path, opt).string(), cpu::cpu_device());
+    return model::Model::load(test::write_tiny_llama(path, opt).string(), {&cpu::cpu_device()});
 }
 
 test::TinyLlamaOptions opts(DType t, bool tied = false, std::string arch = "llama", std::string omit = "") {
@@ -80,7 +80,7 @@ TEST(ModelLoad, ReadsHparamsAndTiesOutput) {
 
 TEST(ModelLoad, ErrorsNameTheProblem) {
     auto load = [](const test::TinyLlamaOptions& opt, const char* file) {
-        model::Model::load(test::write_tiny_llama(test::temp_dir() / file, opt).string(), cpu::cpu_device());
+        model::Model::load(test::write_tiny_llama(test::temp_dir() / file, opt).string(), {&cpu::cpu_device()});
     };
     try {
         load(opts(DType::Q8_0, false, "gpt5"), "tiny-arch.gguf");
@@ -96,7 +96,7 @@ TEST(ModelLoad, ErrorsNameTheProblem) {
         EXPECT_EQ(e.code(), ErrorCode::BadModel);
         EXPECT_NE(std::string(e.what()).find("missing tensor 'blk.1.ffn_up.weight'"), std::string::npos) << e.what();
     }
-    EXPECT_THROW(model::Model::load((test::temp_dir() / "does-not-exist.gguf").string(), cpu::cpu_device()), Error);
+    EXPECT_THROW(model::Model::load((test::temp_dir() / "does-not-exist.gguf").string(), {&cpu::cpu_device()}), Error);
 }
 
 // Plain weights: every output row is computed by the same per-row arithmetic whatever the ubatch

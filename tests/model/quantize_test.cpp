@@ -81,7 +81,7 @@ void expect_metadata_kept(const gguf::File& in, const gguf::File& out, uint32_t 
 
 /// Logits of 24 tokens decoded in one batch.
 std::vector<std::vector<float>> logits(const fs::path& path) {
-    auto m = model::Model::load(path.string(), cpu::cpu_device());
+    auto m = model::Model::load(path.string(), {&cpu::cpu_device()});
     runtime::ContextParams p;
     p.n_ctx = 64;
     p.n_threads = 2;

@@ -1,5 +1,8 @@
 // SmolLM2-135M-Instruct Q4_1 (the default model) against llama.cpp: tokenization, teacher-forced
-// logits with flash attention off and on at ubatch sizes 1, 32 and 256, and greedy generation.
+// logits with flash attention off and on at ubatch sizes 1, 32 and 256, and greedy generation,
+// each on every device (`cpu`, and `npu`: the NPU takes the nodes it claims, the CPU the rest,
+// over the link TESSEL_NPU_LINK names; CTest runs the npu instances once more with
+// TESSEL_NPU_LINK=process). The assertions and bounds are the same for every device.
 // Reference data: tests/data/smollm2/reference.gguf (scripts/reference/make_smollm2_reference.py,
 // llama-cpp-python 0.3.36). The model comes from the cache (tessel fetches it on first use;
 // scripts/test.sh does so before the tests); without it the test fails under CI and otherwise
@@ -27,6 +30,7 @@
 
 #include "core/fp16.hpp"
 #include "gguf/reader.hpp"
+#include "runtime/context.hpp"
 #include "runtime/generate.hpp"
 #include "support/smollm2.hpp"
 #include "tessel/engine.hpp"
@@ -49,11 +53,10 @@ constexpr Mode kModes[] = {{"fa_off", FlashAttn::Off}, {"fa_on", FlashAttn::On}}
 
 using test::reference_tensor;
 
-class SmolLM2 : public ::testing::Test {
+class SmolLM2 : public ::testing::TestWithParam<const char*> {
 protected:
     static void SetUpTestSuite() {
         if (!std::filesystem::exists(test::smollm2_path())) return;
-        model_ = new std::shared_ptr<const Model>(Model::load(test::smollm2_path().string()));
         ref_ = new gguf::File(gguf::File::open((test::data_dir() / "smollm2" / "reference.gguf").string()));
     }
     static void TearDownTestSuite() {
@@ -62,7 +65,15 @@ protected:
         model_ = nullptr;
         ref_ = nullptr;
     }
-    void SetUp() override { TESSEL_REQUIRE_SMOLLM2(); }
+    // The model loaded onto this instance's device (kept while the device stays the same).
+    void SetUp() override {
+        TESSEL_REQUIRE_SMOLLM2();
+        if (model_ && device_ == GetParam()) return;
+        delete model_;
+        model_ = nullptr;
+        model_ = new std::shared_ptr<const Model>(Model::load(test::smollm2_path().string(), GetParam()));
+        device_ = GetParam();
+    }
     static std::vector<std::string> prompts() {
         std::vector<std::string> out;
         for (const auto& v : ref_->find("tessel.reference.prompts")->array()) out.push_back(v.as_string());
@@ -72,12 +83,14 @@ protected:
     static uint64_t meta_u(const std::string& key) { return ref_->find("tessel.reference." + key)->as_u64(); }
 
     static std::shared_ptr<const Model>* model_;
+    static std::string device_;
     static gguf::File* ref_;
 };
 std::shared_ptr<const Model>* SmolLM2::model_ = nullptr;
+std::string SmolLM2::device_;
 gguf::File* SmolLM2::ref_ = nullptr;
 
-TEST_F(SmolLM2, TokenizationMatchesLlamaCpp) {
+TEST_P(SmolLM2, TokenizationMatchesLlamaCpp) {
     for (const std::string& name : prompts()) {
         const std::string key = "prompt." + name;
         const bool special = ref_->find("tessel.reference." + key + ".special")->as_bool();
@@ -88,7 +101,7 @@ TEST_F(SmolLM2, TokenizationMatchesLlamaCpp) {
     }
 }
 
-TEST_F(SmolLM2, TeacherForcedLogitsMatchLlamaCpp) {
+TEST_P(SmolLM2, TeacherForcedLogitsMatchLlamaCpp) {
     const int64_t V = (*model_)->info().n_vocab;
     const size_t K = meta_u("top_k");
     for (const Mode& mode : kModes)
@@ -123,7 +136,7 @@ TEST_F(SmolLM2, TeacherForcedLogitsMatchLlamaCpp) {
                     EXPECT_LE(e, kMaxNmse) << name << " " << mode.name << " ub " << ub << " position " << full_pos[i];
                 }
             }
-            std::printf("[ SmolLM2  ] %s ub=%lld: worst NMSE %.3g, top-1 differs at %d of %d positions\n", mode.name,
+            std::printf("[ SmolLM2  ] %s %s ub=%lld: worst NMSE %.3g, top-1 differs at %d of %d positions\n", GetParam(), mode.name,
                         static_cast<long long>(ub), worst_nmse, flips, positions);
             EXPECT_LE(flips, kMaxFlipRate * positions) << mode.name << " ub " << ub;
         }
@@ -133,7 +146,7 @@ TEST_F(SmolLM2, TeacherForcedLogitsMatchLlamaCpp) {
 // top-10 per mode is in the data) up to the first position where llama.cpp's own top-2 margin
 // is below kGreedyTie; there tessel must pick one of llama.cpp's top two, and the comparison
 // ends (the sequences may part). Without such a position all kGreedyTokens must match.
-TEST_F(SmolLM2, GreedyGenerationMatchesLlamaCpp) {
+TEST_P(SmolLM2, GreedyGenerationMatchesLlamaCpp) {
     const size_t K = meta_u("top_k");
     for (const Mode& mode : kModes)
         for (const std::string& name : prompts()) {
@@ -166,10 +179,17 @@ TEST_F(SmolLM2, GreedyGenerationMatchesLlamaCpp) {
                 }
                 ASSERT_EQ(got[i], tokens[t + 1]) << name << " " << mode.name << " token " << i << " (margin " << margin << ")";
             }
-            std::printf("[ SmolLM2  ] %s %s: %zu greedy tokens identical%s\n", name.c_str(), mode.name, i,
+            // On the NPU, the last graph really ran nodes there (and the CPU the rest).
+            size_t npu_nodes = 0;
+            for (const Scheduler::Split& sp : ctx.impl().scheduler().splits())
+                if (sp.backend->name() != "CPU") npu_nodes += sp.nodes.size();
+            EXPECT_EQ(npu_nodes > 0, std::string(GetParam()) != "cpu") << npu_nodes << " nodes off the CPU";
+            std::printf("[ SmolLM2  ] %s %s %s: %zu greedy tokens identical%s\n", GetParam(), name.c_str(), mode.name, i,
                         i < got.size() ? " up to a near tie" : "");
         }
 }
+
+INSTANTIATE_TEST_SUITE_P(Devices, SmolLM2, ::testing::Values("cpu", "npu"), [](const auto& info) { return std::string(info.param); });
 
 }  // namespace
 }  // namespace tessel

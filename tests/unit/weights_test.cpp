@@ -96,10 +96,10 @@ TEST(Weights, TiedEmbeddingGoesWhereEveryUseIsServed) {
     Tensor* logits = build::mul_mat(g, embd, h);  // tied output
     (void)logits;
     // ffn_up is read by MUL_MAT only: the extra (matmul-only) type serves it.
-    EXPECT_EQ(&choose_weight_buffer_type(dev, *ffn, {h}), &dev.extra);
+    EXPECT_EQ(&choose_weight_buffer_type({&dev}, *ffn, {h}), &dev.extra);
     // token_embd is read by GET_ROWS and MUL_MAT: only the plain type serves both.
-    EXPECT_EQ(&choose_weight_buffer_type(dev, *embd, {x, logits}), &dev.buffer_type());
-    EXPECT_EQ(&choose_weight_buffer_type(dev, *embd, {logits}), &dev.extra);
+    EXPECT_EQ(&choose_weight_buffer_type({&dev}, *embd, {x, logits}), &dev.buffer_type());
+    EXPECT_EQ(&choose_weight_buffer_type({&dev}, *embd, {logits}), &dev.extra);
 }
 
 TEST(Weights, LoadFromGgufChecksNameTypeAndShape) {

@@ -95,8 +95,59 @@ struct Printer {
     }
 };
 
-void bench(const BenchOptions& o) {
+/// The loops of one model on one device (an entry of --device): the grid of the other flags.
+struct Grid {
     std::vector<runtime::BenchTest> tests;
+    std::vector<int64_t> threads, batches, ubatches;
+    std::vector<int> fa;
+};
+
+/// Every test of `grid` for the model at `path` loaded onto `device`.
+void bench_model(const BenchOptions& o, const std::string& path, const std::string& device, const Grid& grid, std::mt19937& rng,
+                 Printer& out) {
+    auto model = Model::load(path, device);
+    runtime::BenchRecord base;
+    base.build_commit = TESSEL_BUILD_COMMIT;
+    base.build_number = TESSEL_BUILD_NUMBER;
+    base.cpu_info = cpu_features().model;
+    base.model_filename = path;
+    base.model_type = runtime::model_description(model->impl().file(), model->impl().hparams());
+    for (const gguf::TensorInfo& t : model->impl().file().tensors()) {
+        base.model_size += t.size;
+        base.model_n_params += static_cast<uint64_t>(t.n_elements());
+    }
+    base.device = device;
+    base.backends.clear();  // the devices in priority order, e.g. "NPU0,CPU"
+    for (const Device* d : model->impl().devices()) base.backends += (base.backends.empty() ? "" : ",") + d->name();
+    for (int64_t nb : grid.batches)
+        for (int64_t nub : grid.ubatches)
+            for (int f : grid.fa)
+                for (int64_t nt : grid.threads)
+                    for (const runtime::BenchTest& test : grid.tests) {
+                        runtime::BenchRecord r = base;
+                        r.n_batch = nb, r.n_ubatch = nub, r.flash_attn = f, r.n_threads = static_cast<int>(nt);
+                        r.n_prompt = test.n_prompt, r.n_gen = test.n_gen;
+                        r.test_time = runtime::utc_timestamp();
+                        ContextParams cp;
+                        cp.n_ctx = test.n_prompt + test.n_gen;
+                        cp.n_ubatch = nub;
+                        cp.n_threads = r.n_threads;
+                        cp.flash_attn = f == 1 ? FlashAttn::On : f == 0 ? FlashAttn::Off : FlashAttn::Auto;
+                        Context ctx(model, cp);
+                        runtime::BenchProgress progress;
+                        if (o.progress)
+                            progress = [&](std::string_view phase, int rep) {
+                                std::fprintf(stderr, "tessel bench: %s, %s, %s, %d threads: %s %d/%d\n", path.c_str(), device.c_str(),
+                                             test.name().c_str(), r.n_threads, std::string(phase).c_str(), rep, o.reps);
+                            };
+                        r.samples_ns = runtime::run_bench(ctx, *model, test, nb, o.reps, rng, progress);
+                        out.record(r);
+                    }
+}
+
+void bench(const BenchOptions& o) {
+    Grid grid;
+    std::vector<runtime::BenchTest>& tests = grid.tests;
     for (int64_t p : int_list(o.n_prompt, "-p", 0))
         if (p > 0) tests.push_back({p, 0});
     for (int64_t n : int_list(o.n_gen, "-n", 0))
@@ -108,10 +159,10 @@ void bench(const BenchOptions& o) {
         if (p + n > 0) tests.push_back({p, n});
     }
     if (tests.empty()) throw CLI::ValidationError("nothing to measure: -p and -n are both 0 (and no -pg)");
-    const std::vector<int64_t> threads = o.threads.empty() ? std::vector<int64_t>{cpu::default_thread_count()} : int_list(o.threads, "-t", 1);
-    const std::vector<int64_t> batches = int_list(o.n_batch, "-b", 1), ubatches = int_list(o.n_ubatch, "-ub", 1);
-    std::vector<int> fa;
-    for (const std::string& v : split_commas(o.flash_attn)) fa.push_back(flash_attn_value(v));
+    grid.threads = o.threads.empty() ? std::vector<int64_t>{cpu::default_thread_count()} : int_list(o.threads, "-t", 1);
+    grid.batches = int_list(o.n_batch, "-b", 1);
+    grid.ubatches = int_list(o.n_ubatch, "-ub", 1);
+    for (const std::string& v : split_commas(o.flash_attn)) grid.fa.push_back(flash_attn_value(v));
     std::vector<std::string> models;
     for (const std::string& m : o.models)
         for (const std::string& one : split_commas(m)) {
@@ -119,48 +170,18 @@ void bench(const BenchOptions& o) {
             models.push_back(one);
         }
     if (models.empty()) models.push_back(runtime::resolve_model("").string());
-
-    Printer out{o.output, {batches.size() > 1 || batches[0] != 2048, ubatches.size() > 1 || ubatches[0] != 512,
-                           fa.size() > 1 || fa[0] != -1}};
-    std::mt19937 rng(kTokenSeed);
-    for (const std::string& path : models) {
-        auto model = Model::load(path);
-        runtime::BenchRecord base;
-        base.build_commit = TESSEL_BUILD_COMMIT;
-        base.build_number = TESSEL_BUILD_NUMBER;
-        base.cpu_info = cpu_features().model;
-        base.model_filename = path;
-        base.model_type = runtime::model_description(model->impl().file(), model->impl().hparams());
-        for (const gguf::TensorInfo& t : model->impl().file().tensors()) {
-            base.model_size += t.size;
-            base.model_n_params += static_cast<uint64_t>(t.n_elements());
-        }
-        base.device = o.device;
-        for (int64_t nb : batches)
-            for (int64_t nub : ubatches)
-                for (int f : fa)
-                    for (int64_t nt : threads)
-                        for (const runtime::BenchTest& test : tests) {
-                            runtime::BenchRecord r = base;
-                            r.n_batch = nb, r.n_ubatch = nub, r.flash_attn = f, r.n_threads = static_cast<int>(nt);
-                            r.n_prompt = test.n_prompt, r.n_gen = test.n_gen;
-                            r.test_time = runtime::utc_timestamp();
-                            ContextParams cp;
-                            cp.n_ctx = test.n_prompt + test.n_gen;
-                            cp.n_ubatch = nub;
-                            cp.n_threads = r.n_threads;
-                            cp.flash_attn = f == 1 ? FlashAttn::On : f == 0 ? FlashAttn::Off : FlashAttn::Auto;
-                            Context ctx(model, cp);
-                            runtime::BenchProgress progress;
-                            if (o.progress)
-                                progress = [&](std::string_view phase, int rep) {
-                                    std::fprintf(stderr, "tessel bench: %s, %s, %d threads: %s %d/%d\n", path.c_str(), test.name().c_str(),
-                                                 r.n_threads, std::string(phase).c_str(), rep, o.reps);
-                                };
-                            r.samples_ns = runtime::run_bench(ctx, *model, test, nb, o.reps, rng, progress);
-                            out.record(r);
-                        }
+    std::vector<std::string> devices;
+    for (const std::string& d : split_commas(o.device)) {
+        if (d.empty()) throw CLI::ValidationError("--device: empty device name in '" + o.device + "'");
+        devices.push_back(d);
     }
+
+    Printer out{o.output, {grid.batches.size() > 1 || grid.batches[0] != 2048, grid.ubatches.size() > 1 || grid.ubatches[0] != 512,
+                           grid.fa.size() > 1 || grid.fa[0] != -1}};
+    std::mt19937 rng(kTokenSeed);
+    for (const std::string& path : models)
+        for (const std::string& device : devices)
+            bench_model(o, path, device, grid, rng, out);
     out.footer();
 }
 
@@ -180,7 +201,8 @@ void add_bench_command(CLI::App& app) {
     add_packing_flag(*cmd);
     cmd->add_option("-r,--repetitions", o->reps, "Timed repetitions per test")->check(CLI::Range(1, 1000000))->capture_default_str();
     cmd->add_option("-o,--output", o->output, "Output format: md, json or csv")->check(CLI::IsMember({"md", "json", "csv"}))->capture_default_str();
-    cmd->add_option("--device", o->device, "Device to run on")->check(CLI::IsMember({"cpu"}))->capture_default_str();
+    cmd->add_option("--device", o->device, "Devices to run on, each a separate test: a list of cpu, npu (the NPU takes the ops it claims, the CPU the rest)")
+        ->capture_default_str();
     cmd->add_flag("--progress", o->progress, "Report each warm-up and repetition on stderr");
     cmd->callback([o] { bench(*o); });
 }

@@ -24,7 +24,7 @@ void add_run_commands(CLI::App& app);
 void add_perplexity_command(CLI::App& app);
 
 /// `tessel bench [-m FILE]... [-p LIST] [-n LIST] [-pg P,N] [-t LIST] [-b LIST] [-ub LIST]
-/// [-fa LIST] [-r N] [-o md|json|csv] [--device cpu] [--progress]`: llama-bench's measurement.
+/// [-fa LIST] [-r N] [-o md|json|csv] [--device LIST] [--progress]`: llama-bench's measurement.
 void add_bench_command(CLI::App& app);
 /// `tessel quantize [--pure] [--allow-requantize] [-t N] IN OUT TYPE`: a copy of a model with its
 /// weights quantized by llama-quantize's rules.

@@ -19,7 +19,8 @@ namespace tessel::cli {
 
 void add_model_options(CLI::App& cmd, ModelOptions& o) {
     cmd.add_option("-m,--model", o.model, "GGUF model file (default: $TESSEL_MODEL, else SmolLM2-135M-Instruct Q4_1, fetched once)");
-    cmd.add_option("--device", o.device, "Device to run on")->check(CLI::IsMember({"cpu"}));
+    cmd.add_option("--device", o.device, "Device to run on: cpu, or npu (the NPU takes the ops it claims, the CPU the rest)")
+        ->capture_default_str();
     cmd.add_option("-c,--ctx-size", o.n_ctx, "Context size, tokens (0: the model's, at most 4096)")->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
     cmd.add_option("-t,--threads", o.n_threads, "CPU threads (0: physical cores)")->check(CLI::Range(0, 1024));
     cmd.add_option("-b,--batch-size", o.n_batch, "Prompt tokens per decode call")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
@@ -94,7 +95,7 @@ LoadedModel load_model(const ModelOptions& o) {
     const auto path = runtime::resolve_model(o.model);
     const auto t0 = std::chrono::steady_clock::now();
     LoadedModel m;
-    m.model = Model::load(path.string());
+    m.model = Model::load(path.string(), o.device);
     m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return m;
 }

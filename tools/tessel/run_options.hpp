@@ -14,7 +14,7 @@ namespace tessel::cli {
 
 struct ModelOptions {
     std::string model;         ///< -m; "" = $TESSEL_MODEL or the default model
-    std::string device = "cpu";
+    std::string device = "cpu";  ///< --device: cpu or npu (a registered device name, any case)
     int64_t n_ctx = 0;         ///< -c
     int n_threads = 0;         ///< -t
     int64_t n_batch = 2048;    ///< -b

@@ -6,15 +6,14 @@
 #include "npu/host/device.hpp"
 #include "npu/host/session.hpp"
 #include "npu/host/tiled.hpp"
+#include "npu/host/translate.hpp"
 #include "tessel/errors.hpp"
 
 namespace tessel::npu {
 namespace {
 
 /// Whether buffer type `bt` would store t tiled in a Weights buffer.
-bool tiles(const NpuBufferType& bt, const Tensor& t) {
-    return !bt.is_host() && (t.flags & kFlagWeight) && !t.view_src && tiled::is_tileable(t.type);
-}
+bool tiles(const NpuBufferType& bt, const Tensor& t) { return !bt.is_host() && would_tile(t); }
 
 /// Adds [b, e) to sorted, merged ranges.
 void add_range(std::vector<std::pair<size_t, size_t>>& ranges, size_t b, size_t e) {
@@ -29,6 +28,12 @@ void add_range(std::vector<std::pair<size_t, size_t>>& ranges, size_t b, size_t 
 }
 
 }  // namespace
+
+bool would_tile(const Tensor& t) { return (t.flags & kFlagWeight) && !t.view_src && tiled::is_tileable(t.type); }
+
+bool NpuBufferType::supports_use(const Tensor& use) const {
+    return host_ || device_supports(use, device_.budget());
+}
 
 std::string NpuBufferType::name() const { return device_.name() + (host_ ? "-HOST" : ""); }
 
@@ -131,5 +136,7 @@ bool reads_tiled(const Tensor& t) {
     while (owner->view_src) owner = owner->view_src;
     return tiled_of(*owner) != nullptr;
 }
+
+bool stored_tiled(const Tensor& t) { return tiled_of(t) || (!t.buffer && would_tile(t)); }
 
 }  // namespace tessel::npu

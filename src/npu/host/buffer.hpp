@@ -45,6 +45,10 @@ public:
     /// four buffers still fits a batch on a 32-bit device; larger weights are spread over buffers.
     size_t max_size() const override;
     bool is_host() const override { return host_; }
+    /// NPUn: true when the device claims `use` with its unplaced weight sources stored tiled
+    /// (device_supports, stored_tiled): MUL_MAT / MUL_MAT_ID / GET_ROWS read tiles, any other use
+    /// of a tileable weight is declined and that weight stays with the CPU. NPUn-HOST: every use.
+    bool supports_use(const Tensor& use) const override;
     NpuDevice& device() const { return device_; }
 
 private:
@@ -86,6 +90,10 @@ private:
     std::unordered_map<const Tensor*, std::unique_ptr<TiledTensor>> tiled_;
 };
 
+/// Whether NPUn (device memory, usage Weights) stores t tiled: a tileable type (tiled.hpp),
+/// flagged kFlagWeight, not a view.
+bool would_tile(const Tensor& t);
+
 /// The NPU buffer holding t's data, or nullptr when t lives elsewhere.
 const NpuBuffer* npu_buffer_of(const Tensor& t);
 
@@ -95,5 +103,11 @@ const TiledTensor* tiled_of(const Tensor& t);
 
 /// True when t is a tiled tensor or a view of one (its bytes are not in GGUF layout).
 bool reads_tiled(const Tensor& t);
+
+/// True when t's bytes are, or will be, 32x32 tiles: stored tiled (tiled_of), or a weight not
+/// placed yet (no buffer) that NPUn would tile (would_tile). The second case answers the weight
+/// loader, which asks supports_op / supports_use before placing anything: a weight placed in NPUn
+/// is tiled.
+bool stored_tiled(const Tensor& t);
 
 }  // namespace tessel::npu

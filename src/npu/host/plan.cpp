@@ -35,7 +35,7 @@ uint32_t plan_matmul_kernel(const Tensor& t, const DeviceBudget& budget) {
     if ((t.op != Op::MUL_MAT && t.op != Op::MUL_MAT_ID) || !t.src[0] || !t.src[1]) return 0;
     const Tensor& w = *t.src[0];
     // matrix unit: no kernel on the virtual NPU yet (hwinfo.matrix_unit is 0), so never chosen
-    if (tiled_of(w)) {
+    if (stored_tiled(w)) {
         const bool ok = allowed(budget, TSL_NPU_MM_TILED) && fits(matmul_scratch(t, budget, TSL_NPU_MM_TILED), budget);
         return ok ? TSL_NPU_MM_TILED : 0;
     }
@@ -52,7 +52,7 @@ uint64_t plan_scratch(const Tensor& t, const DeviceBudget& budget) {
     case Op::MUL_MAT_ID: {
         if (!t.src[0] || !t.src[1]) return 0;
         const uint32_t k = plan_matmul_kernel(t, budget);
-        const uint32_t fallback = tiled_of(*t.src[0]) ? uint32_t{TSL_NPU_MM_TILED} : uint32_t{TSL_NPU_MM_FLAT};
+        const uint32_t fallback = stored_tiled(*t.src[0]) ? uint32_t{TSL_NPU_MM_TILED} : uint32_t{TSL_NPU_MM_FLAT};
         return matmul_scratch(t, budget, k ? k : fallback);
     }
     default: return 0;

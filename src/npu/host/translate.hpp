@@ -18,7 +18,8 @@ namespace tessel::npu {
 /// GET_ROWS, SET_ROWS, ARGSORT, MUL_MAT, MUL_MAT_ID in the combinations docs/npu.md lists
 /// (translate_ops.cpp), when its plan fits `budget` (plan.hpp). Tiled weights (buffer.hpp) are
 /// read only as src0 of MUL_MAT, MUL_MAT_ID and GET_ROWS (the tiled tensor itself); any other node
-/// reading a tiled tensor or a view of one is declined.
+/// reading a tiled tensor or a view of one is declined. A weight not placed yet counts as tiled
+/// when NPUn would tile it (stored_tiled): the weight loader asks before placing anything.
 bool device_supports(const Tensor& t, const DeviceBudget& budget);
 
 /// True when t computes nothing (a leaf or a view): graph_compute skips it.

@@ -100,7 +100,7 @@ bool get_rows_ok(const Tensor& t) {
     if (t.ne[0] != table->ne[0] || t.ne[1] != ids->ne[0] || t.ne[2] != ids->ne[1] || t.ne[3] != ids->ne[2] ||
         ids->ne[3] != 1 || table->ne[2] != ids->ne[1] || table->ne[3] != ids->ne[2])
         return false;
-    if (tiled_of(*table)) return true;  // any tileable type, read from its tiles
+    if (stored_tiled(*table)) return true;  // any tileable type, read from its tiles
     if (float_type(table->type)) return true;
     const bool block = table->type == DType::Q4_0 || table->type == DType::Q4_1 || table->type == DType::Q8_0;
     return block && table->ne[0] % 32 == 0 && table->nb[0] == dtype_info(table->type).block_bytes;
@@ -115,7 +115,7 @@ bool activations_ok(const Tensor& t) {
 /// The weight layouts the device's kernels read: tiles (the tensor itself), or plain F16/F32 rows.
 bool weight_ok(const Tensor* w) {
     if (!w) return false;
-    if (tiled_of(*w)) return true;
+    if (stored_tiled(*w)) return true;
     return float_type(w->type) && !reads_tiled(*w) && w->nb[0] == dtype_info(w->type).block_bytes;
 }
 
@@ -197,6 +197,10 @@ tsl_npu_softmax_kparams softmax_kparams(const Tensor& t) {
     return k;
 }
 
+// A source the node reads as 32x32 tiles: a tiled weight or a view of one, also when not placed yet
+// (stored_tiled).
+bool tiled_source(const Tensor& s) { return reads_tiled(s) || stored_tiled(s.view_src ? *s.view_src : s); }
+
 // The op, types, shapes and op_params the device implements (the budget aside).
 bool op_supported(const Tensor& t) {
     // 32x32 tiles are read by MUL_MAT, MUL_MAT_ID and GET_ROWS as their src0 (the tiled tensor
@@ -205,7 +209,7 @@ bool op_supported(const Tensor& t) {
     const bool tiles_ok = t.op == Op::MUL_MAT || t.op == Op::MUL_MAT_ID || t.op == Op::GET_ROWS;
     for (int i = 0; i < kMaxSrc; ++i) {
         const Tensor* s = t.src[i];
-        if (s && reads_tiled(*s) && !(tiles_ok && i == 0 && tiled_of(*s))) return false;
+        if (s && tiled_source(*s) && !(tiles_ok && i == 0 && stored_tiled(*s))) return false;
     }
     switch (t.op) {
     case Op::ADD:
