@@ -13,6 +13,8 @@ DeviceBudget budget_of(const tsl_npu_hwinfo& hw) { return DeviceBudget{hw.vtcm_b
 uint64_t plan_scratch(const Tensor& t, const DeviceBudget& budget) {
     switch (t.op) {
     case Op::SOFT_MAX: return t.src[0] ? tsl_npu_softmax_scratch(t.src[0]->ne[0], budget.n_threads) : 0;
+    case Op::FLASH_ATTN_EXT:
+        return t.src[0] && t.src[2] ? tsl_npu_flash_attn_scratch(t.src[0]->ne[0], t.src[2]->ne[0], budget.n_threads) : 0;
     default: return 0;
     }
 }

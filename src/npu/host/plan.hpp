@@ -21,7 +21,9 @@ struct DeviceBudget {
 DeviceBudget budget_of(const tsl_npu_hwinfo& hw);
 
 /// Bytes of VTCM node t's device kernel takes: SOFT_MAX one F32 row of src0->ne[0] per worker
-/// (tsl_npu_softmax_scratch); 0 for every other op.
+/// (tsl_npu_softmax_scratch); FLASH_ATTN_EXT query rows, accumulators and a converted block of 16
+/// keys and values per worker, from the head dims q->ne[0] and v->ne[0]
+/// (tsl_npu_flash_attn_scratch); 0 for every other op.
 uint64_t plan_scratch(const Tensor& t, const DeviceBudget& budget);
 
 /// True when node t's plan fits the device: plan_scratch(t) <= budget.vtcm_bytes (<= UINT32_MAX,

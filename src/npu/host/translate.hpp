@@ -15,7 +15,7 @@ namespace tessel::npu {
 
 /// True when the device runtime implements node t as it is (op, types, shapes, op_params):
 /// ADD/SUB/MUL/DIV, SCALE, CPY/CONT/DUP, RMS_NORM/NORM, UNARY, GLU, SUM_ROWS, SOFT_MAX, ROPE,
-/// GET_ROWS, SET_ROWS, ARGSORT in the combinations docs/npu.md lists (translate_ops.cpp), when
+/// GET_ROWS, SET_ROWS, ARGSORT, FLASH_ATTN_EXT in the combinations docs/npu.md lists (translate_ops.cpp), when
 /// its plan fits `budget` (plan.hpp); false for every node reading a tiled weight (buffer.hpp) or
 /// a view of one.
 bool device_supports(const Tensor& t, const DeviceBudget& budget);
