@@ -143,8 +143,10 @@ static inline tsl_vf_raw tsl_vf_raw_exp(tsl_vf_raw x) {
     const float round_shift = 12582912.0f; /* 1.5 * 2^23: t + it - it is t rounded to an integer */
     const tsl_vi_raw izero = (tsl_vi_raw)x ^ (tsl_vi_raw)x;
     const tsl_vf_raw zero = (tsl_vf_raw)izero;
-    tsl_vf_raw xc = TSL_VF_RAW_PICK(x < hi, x, zero + hi); /* NaN -> hi: the conversion below is defined */
-    xc = TSL_VF_RAW_PICK(xc > lo, xc, zero + lo);
+    /* lanes whose result is picked below (inf, 0, NaN) compute e^0: the conversion below stays
+     * defined, and -inf inputs (masked logits) do not go through subnormal products, which cost
+     * microcode assists on x86 */
+    const tsl_vf_raw xc = TSL_VF_RAW_PICK((x <= hi) & (x >= lo), x, zero);
     const tsl_vf_raw t = xc * 1.44269502f;
     const tsl_vf_raw kf = (t + round_shift) - round_shift;
     const tsl_vi_raw k = __builtin_convertvector(kf, tsl_vi_raw); /* -150 .. 128 */
