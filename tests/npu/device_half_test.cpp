@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "core/fp16.hpp"
 #include "npu/device/half.h"
@@ -60,6 +61,26 @@ TEST(NpuHalf, FloatToHalfSweepAndSpecials) {
     EXPECT_EQ(tsl_npu_float_to_half(65504.0f), 0x7bffu);
     EXPECT_EQ(tsl_npu_float_to_half(std::ldexp(1.0f, -24)), 0x0001u);
     EXPECT_EQ(tsl_npu_float_to_half(std::ldexp(1.0f, -25)), 0x0000u);  // tie to even
+}
+
+// The row helpers convert like the element functions, contiguous (stride 2) and strided.
+TEST(NpuHalf, RowHelpersMatchTheElementFunctions) {
+    std::vector<uint16_t> halves(0x10000);
+    for (uint32_t h = 0; h <= 0xffffu; ++h) halves[h] = static_cast<uint16_t>(h);
+    std::vector<float> out(0x10000);
+    tsl_npu_half_row_to_float(reinterpret_cast<const uint8_t*>(halves.data()), 2, out.data(), 0x10000);
+    for (uint32_t h = 0; h <= 0xffffu; ++h)
+        ASSERT_EQ(bits(out[h]), bits(tessel::fp16_to_fp32(static_cast<uint16_t>(h)))) << std::hex << h;
+    tsl_npu_half_row_to_float(reinterpret_cast<const uint8_t*>(halves.data()) + 6, 6, out.data(), 1000);
+    for (uint32_t i = 0; i < 1000; ++i) ASSERT_EQ(bits(out[i]), bits(tessel::fp16_to_fp32(halves[3 + 3 * i])));
+
+    std::vector<float> floats(4099);
+    for (size_t i = 0; i < floats.size(); ++i) floats[i] = from_bits(static_cast<uint32_t>(i) * 1048573u);
+    std::vector<uint16_t> back(floats.size() * 2, 0);
+    tsl_npu_float_row_to_half(floats.data(), reinterpret_cast<uint8_t*>(back.data()), 2, 4099);
+    for (size_t i = 0; i < floats.size(); ++i) ASSERT_EQ(back[i], tessel::fp32_to_fp16(floats[i])) << i;
+    tsl_npu_float_row_to_half(floats.data(), reinterpret_cast<uint8_t*>(back.data()), 4, 2000);
+    for (size_t i = 0; i < 2000; ++i) ASSERT_EQ(back[2 * i], tessel::fp32_to_fp16(floats[i])) << i;
 }
 
 }  // namespace

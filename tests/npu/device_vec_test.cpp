@@ -45,6 +45,40 @@ TEST(NpuDeviceVec, TanhAndSigmoidWithin1e6Relative) {
     EXPECT_EQ(tsl_npu_tanhf(30.0f), 1.0f);
     EXPECT_EQ(tsl_npu_tanhf(-30.0f), -1.0f);
     EXPECT_EQ(tsl_npu_tanhf(1e-30f), 1e-30f);
+    const float inf = std::numeric_limits<float>::infinity();
+    EXPECT_EQ(tsl_npu_tanhf(inf), 1.0f);
+    EXPECT_EQ(tsl_npu_tanhf(-inf), -1.0f);
+    EXPECT_TRUE(std::isnan(tsl_npu_tanhf(std::numeric_limits<float>::quiet_NaN())));
+    EXPECT_EQ(tsl_npu_sigmoidf(inf), 1.0f);
+    EXPECT_EQ(tsl_npu_sigmoidf(-inf), 0.0f);
+    EXPECT_EQ(tsl_npu_sigmoidf(-200.0f), 0.0f);
+    EXPECT_TRUE(std::isnan(tsl_npu_sigmoidf(std::numeric_limits<float>::quiet_NaN())));
+}
+
+// Every lane of the vector forms takes its own path: special values mixed with ordinary ones in
+// one vector give each lane the scalar function's result.
+TEST(NpuDeviceVec, MixedLanesTakeTheirOwnPaths) {
+    const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+    const float in[TSL_VF_LANES] = {0.0f, -0.0f, 1e-30f, 0.2f, -0.3f, 1.0f, -5.0f, 9.5f,
+                                    -20.0f, 88.0f, 89.0f, -100.0f, -104.0f, inf, -inf, nan};
+    const tsl_vf v = tsl_vf_loadu(in);
+    const tsl_vf e = tsl_vf_exp(v), t = tsl_vf_tanh(v), s = tsl_vf_sigmoid(v);
+    for (int i = 0; i < TSL_VF_LANES; ++i) {
+        const double x = in[i];
+        if (std::isnan(x)) {
+            EXPECT_TRUE(std::isnan(e.v[i]) && std::isnan(t.v[i]) && std::isnan(s.v[i]));
+            continue;
+        }
+        const float want_e = static_cast<float>(std::exp(x));  // inf past float's range
+        if (std::isinf(want_e))
+            EXPECT_EQ(e.v[i], want_e) << x;
+        else
+            EXPECT_NEAR(e.v[i], want_e, 1e-6 * want_e + 1.5e-45) << x;
+        EXPECT_NEAR(t.v[i], std::tanh(x), 1e-6 * std::fabs(std::tanh(x))) << x;
+        // e^-x overflows from x < -88.7: the sigmoid is then 0, below float's normal range anyway
+        const double want_s = 1.0 / (1.0 + std::exp(-x));
+        EXPECT_NEAR(s.v[i], want_s, 1e-6 * want_s + 1e-37) << x;
+    }
 }
 
 TEST(NpuDeviceVec, LanesMatchTheScalarFunctionsAndReductions) {

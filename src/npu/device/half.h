@@ -22,56 +22,59 @@ static inline float tsl_npu_f32_of_bits(uint32_t u) {
     return f;
 }
 
-/* binary16 bits -> float, exact. */
+/* binary16 bits -> float, exact. Branch-free (every case computed, one picked), so a loop over
+ * a row vectorises (tsl_npu_half_row_to_float). */
 static inline float tsl_npu_half_to_float(uint16_t h) {
     const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t exp = (h >> 10) & 0x1fu;
-    uint32_t man = h & 0x3ffu;
-    if (exp == 0x1fu) { /* Inf, or NaN with the quiet bit set */
-        const uint32_t quiet = man != 0 ? 0x00400000u : 0u;
-        return tsl_npu_f32_of_bits(sign | 0x7f800000u | (man << 13) | quiet);
-    }
-    if (exp == 0) {
-        if (man == 0) return tsl_npu_f32_of_bits(sign);
-        /* subnormal man * 2^-24: shift the leading one into the hidden-bit position */
-        uint32_t e = 113; /* float exponent field of 2^-14, the smallest normal half */
-        while ((man & 0x400u) == 0) {
-            man <<= 1;
-            --e;
-        }
-        return tsl_npu_f32_of_bits(sign | (e << 23) | ((man & 0x3ffu) << 13));
-    }
-    return tsl_npu_f32_of_bits(sign | ((exp + 112u) << 23) | (man << 13));
+    const uint32_t exp = (h >> 10) & 0x1fu;
+    const uint32_t man = h & 0x3ffu;
+    const uint32_t normal = ((exp + 112u) << 23) | (man << 13); /* rebias 15 -> 127 */
+    /* Inf, or NaN with the quiet bit set and the payload kept */
+    const uint32_t special = 0x7f800000u | (man << 13) | (man != 0 ? 0x00400000u : 0u);
+    /* zero and subnormals: man * 2^-24, exact in float */
+    const uint32_t tiny = tsl_npu_f32_bits((float)(int32_t)man * tsl_npu_f32_of_bits(0x33800000u));
+    const uint32_t mag = exp == 0x1fu ? special : (exp == 0 ? tiny : normal);
+    return tsl_npu_f32_of_bits(sign | mag);
 }
 
-/* Rounds v >> shift to nearest, ties to even (1 <= shift <= 31). */
-static inline uint32_t tsl_npu_shift_round_even(uint32_t v, uint32_t shift) {
-    const uint32_t kept = v >> shift;
-    const uint32_t dropped = v & ((1u << shift) - 1u);
-    const uint32_t halfway = 1u << (shift - 1u);
-    return kept + (dropped > halfway || (dropped == halfway && (kept & 1u)) ? 1u : 0u);
-}
-
-/* float -> binary16 bits, round to nearest even. */
+/* float -> binary16 bits, round to nearest even. Branch-free like tsl_npu_half_to_float. */
 static inline uint16_t tsl_npu_float_to_half(float f) {
     const uint32_t x = tsl_npu_f32_bits(f);
-    const uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
-    const uint32_t mag = x & 0x7fffffffu;
-    const uint32_t exp = mag >> 23;
-    if (exp == 0xffu) { /* Inf stays Inf; NaN stays NaN, quiet */
-        if (mag == 0x7f800000u) return (uint16_t)(sign | 0x7c00u);
-        return (uint16_t)(sign | 0x7e00u | ((mag >> 13) & 0x3ffu));
+    const uint32_t sign = (x >> 16) & 0x8000u;
+    const int32_t mag = (int32_t)(x & 0x7fffffffu);
+    /* normal half range (and overflow): rebias 127 -> 15 and round the 23-bit mantissa to 10,
+     * ties to even (adding 0xfff plus the kept part's lowest bit carries exactly when the dropped
+     * 13 bits are above half, or at half with an odd kept part); a carry out of the mantissa bumps
+     * the exponent, and from 0x7c00 on the result is Inf (Inf itself included). */
+    const uint32_t odd = ((uint32_t)mag >> 13) & 1u;
+    uint32_t normal = ((uint32_t)mag - (112u << 23) + 0xfffu + odd) >> 13;
+    normal = normal >= 0x7c00u ? 0x7c00u : normal;
+    /* below 2^-14: |f| + 0.5 rounds |f| to a multiple of 2^-24 (0.5's ulp) to nearest even, and
+     * the multiple is the subnormal half's bits (0x400, the smallest normal, when it rounds up) */
+    const uint32_t tiny = tsl_npu_f32_bits(tsl_npu_f32_of_bits((uint32_t)mag) + 0.5f) - 0x3f000000u;
+    const uint32_t nan = 0x7e00u | (((uint32_t)mag >> 13) & 0x3ffu); /* quiet, top payload bits */
+    const uint32_t r = mag > 0x7f800000 ? nan : (mag >= (int32_t)(113u << 23) ? normal : tiny);
+    return (uint16_t)(sign | r);
+}
+
+/* n halves, `stride` bytes apart from src (2-byte aligned), as floats into dst. */
+static inline void tsl_npu_half_row_to_float(const uint8_t* src, uint64_t stride, float* dst, int64_t n) {
+    if (stride == 2) {
+        const uint16_t* h = (const uint16_t*)(const void*)src;
+        for (int64_t i = 0; i < n; ++i) dst[i] = tsl_npu_half_to_float(h[i]);
+        return;
     }
-    if (exp >= 113u) {
-        /* normal half range (or overflow): rebias 127 -> 15 and round the 23-bit mantissa to 10;
-         * a carry out of the mantissa bumps the exponent, and past 0x7bff lands on Inf (0x7c00). */
-        const uint32_t r = tsl_npu_shift_round_even(mag - (112u << 23), 13);
-        return (uint16_t)(sign | (r >= 0x7c00u ? 0x7c00u : r));
+    for (int64_t i = 0; i < n; ++i) dst[i] = tsl_npu_half_to_float(*(const uint16_t*)(const void*)(src + (uint64_t)i * stride));
+}
+
+/* n floats from src as halves, `stride` bytes apart, into dst (2-byte aligned). */
+static inline void tsl_npu_float_row_to_half(const float* src, uint8_t* dst, uint64_t stride, int64_t n) {
+    if (stride == 2) {
+        uint16_t* h = (uint16_t*)(void*)dst;
+        for (int64_t i = 0; i < n; ++i) h[i] = tsl_npu_float_to_half(src[i]);
+        return;
     }
-    if (exp < 102u) return sign; /* below 2^-25: rounds to zero */
-    /* subnormal half: the value in units of 2^-24 is (1.m * 2^23) >> (126 - exp) */
-    const uint32_t m = (mag & 0x7fffffu) | 0x800000u;
-    return (uint16_t)(sign | tsl_npu_shift_round_even(m, 126u - exp));
+    for (int64_t i = 0; i < n; ++i) *(uint16_t*)(void*)(dst + (uint64_t)i * stride) = tsl_npu_float_to_half(src[i]);
 }
 
 #endif /* TESSEL_NPU_DEVICE_HALF_H */

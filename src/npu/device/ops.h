@@ -115,8 +115,32 @@ static inline tsl_vf tsl_npu_row_load(const tsl_npu_view* t, const uint8_t* row,
         return n == TSL_VF_LANES ? tsl_vf_loadu(p) : tsl_vf_load_n(p, n, fill);
     }
     tsl_vf r = tsl_vf_splat(fill);
+    if (t->type == TSL_NPU_TYPE_F16 && n == TSL_VF_LANES) {
+        tsl_npu_half_row_to_float(row + (uint64_t)i0 * t->nb[0], t->nb[0], r.v, TSL_VF_LANES);
+        return r;
+    }
     for (int i = 0; i < n; ++i) r.v[i] = tsl_npu_load_float(t->type, row + (uint64_t)(i0 + i) * t->nb[0]);
     return r;
+}
+
+/* Elements [0, n) of the row of F32/F16 view t that starts at `row`, as floats into out (F16
+ * converted a row at a time, tsl_npu_half_row_to_float). */
+static inline void tsl_npu_row_to_floats(const tsl_npu_view* t, const uint8_t* row, int64_t n, float* out) {
+    if (t->type == TSL_NPU_TYPE_F16) {
+        tsl_npu_half_row_to_float(row, t->nb[0], out, n);
+        return;
+    }
+    for (int64_t i = 0; i < n; ++i) out[i] = *(const float*)(const void*)(row + (uint64_t)i * t->nb[0]);
+}
+
+/* n floats of in as elements [0, n) of the row of F32/F16 view t that starts at `row` (F16
+ * rounded to nearest even, a row at a time). */
+static inline void tsl_npu_row_from_floats(const tsl_npu_view* t, uint8_t* row, int64_t n, const float* in) {
+    if (t->type == TSL_NPU_TYPE_F16) {
+        tsl_npu_float_row_to_half(in, row, t->nb[0], n);
+        return;
+    }
+    for (int64_t i = 0; i < n; ++i) *(float*)(void*)(row + (uint64_t)i * t->nb[0]) = in[i];
 }
 
 /* Stores the first n lanes of v as elements [i0, i0 + n) of the row of t starting at `row`. */
@@ -135,6 +159,34 @@ static inline void tsl_npu_row_store(const tsl_npu_view* t, uint8_t* row, int64_
 /* Lanes of the chunk starting at i0 of a row of n elements. */
 static inline int tsl_npu_chunk(int64_t n, int64_t i0) {
     return n - i0 < TSL_VF_LANES ? (int)(n - i0) : TSL_VF_LANES;
+}
+
+/* Bytes of a GGUF Q8_0 block: fp16 scale d, 32 int8 quants (value = d q). */
+#define TSL_NPU_Q8_0_BYTES 34u
+
+/* Whether every row of block-type view t (row_bytes each, rows nb[1..3] apart) lies inside its
+ * `size` bytes (the executor checks elements of plain types only). */
+static inline int tsl_npu_block_rows_inside(const tsl_npu_view* t, uint64_t row_bytes) {
+    if (row_bytes > t->size) return 0;
+    uint64_t room = t->size - row_bytes;
+    for (int i = 1; i < 4; ++i) {
+        const uint64_t steps = (uint64_t)(t->ne[i] - 1);
+        if (steps == 0) continue;
+        if (t->nb[i] > room / steps) return 0;
+        room -= steps * t->nb[i];
+    }
+    return 1;
+}
+
+/* ALiBi slope of head h from the host's bases (tsl_npu_softmax_kparams): m0^(h + 1) below
+ * n_head_log2, else m1^(2 (h - n_head_log2) + 1), by repeated squaring in double. */
+static inline double tsl_npu_alibi_slope(const tsl_npu_softmax_kparams* kp, int64_t h) {
+    double b = h < kp->n_head_log2 ? kp->m0 : kp->m1;
+    int64_t e = h < kp->n_head_log2 ? h + 1 : 2 * (h - kp->n_head_log2) + 1;
+    double r = 1.0;
+    for (; e > 0; e >>= 1, b *= b)
+        if (e & 1) r *= b;
+    return r;
 }
 
 /* A row id of a plain I32 or I64 ids view. */
@@ -198,5 +250,7 @@ int32_t tsl_npu_mul_mat_check(const tsl_npu_op_ctx* c);
 int32_t tsl_npu_mul_mat_run(tsl_npu_op_ctx* c); /* MUL_MAT */
 int32_t tsl_npu_mul_mat_id_check(const tsl_npu_op_ctx* c);
 int32_t tsl_npu_mul_mat_id_run(tsl_npu_op_ctx* c); /* MUL_MAT_ID */
+int32_t tsl_npu_flash_attn_check(const tsl_npu_op_ctx* c);
+int32_t tsl_npu_flash_attn_run(tsl_npu_op_ctx* c); /* FLASH_ATTN_EXT */
 
 #endif /* TESSEL_NPU_DEVICE_OPS_H */

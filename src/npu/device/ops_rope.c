@@ -9,7 +9,8 @@
  *           mix = ext_factor (1 - clamp((j - corr_lo) / max(0.001, corr_hi - corr_lo), 0, 1))
  * and the pair is rotated by theta and scaled by mscale. Angles, sines and cosines are double
  * (dmath.h), the rotation double, rounded once to dst's type, as tessel's reference
- * (src/cpu/ref/rope.cpp); theta_scale^j is a running product (error ~j ulp in double). */
+ * (src/cpu/ref/rope.cpp); theta_scale^j is a running product (error ~j ulp in double). F16 rows
+ * are converted a row at a time into float buffers (half.h's row helpers), not per element. */
 #include "npu/device/dmath.h"
 #include "npu/device/ops.h"
 
@@ -64,6 +65,7 @@ static void rope_rows(void* arg, uint32_t worker, uint32_t n_workers) {
     const int neox = c->op->params[2] == 2;
     const int64_t half = n_dims / 2, D = x->ne[0];
     float cs[TSL_NPU_ROPE_MAX_DIMS / 2], sn[TSL_NPU_ROPE_MAX_DIMS / 2];
+    float in[TSL_NPU_ROPE_MAX_DIMS], out[TSL_NPU_ROPE_MAX_DIMS]; /* one row's rotated dims as floats */
     int64_t cached = -1; /* the token whose angles cs/sn hold: rows of one token share them */
     int64_t begin, end;
     tsl_npu_split(tsl_npu_n_rows(d), worker, n_workers, &begin, &end);
@@ -76,16 +78,21 @@ static void rope_rows(void* arg, uint32_t worker, uint32_t n_workers) {
         }
         const uint8_t* px = tsl_npu_elem(x, 0, i1, i2, i3);
         uint8_t* pd = tsl_npu_elem(d, 0, i1, i2, i3);
+        /* the rotated dims: converted in, rotated in double, converted out, a row at a time */
+        tsl_npu_row_to_floats(x, px, n_dims, in);
         for (int64_t j = 0; j < half; ++j) {
-            const uint64_t a = (uint64_t)(neox ? j : 2 * j), b = (uint64_t)(neox ? j + half : 2 * j + 1);
-            const double x0 = tsl_npu_load_float(x->type, px + a * x->nb[0]);
-            const double x1 = tsl_npu_load_float(x->type, px + b * x->nb[0]);
-            tsl_npu_store_float(d->type, pd + a * d->nb[0], (float)(x0 * cs[j] - x1 * sn[j]));
-            tsl_npu_store_float(d->type, pd + b * d->nb[0], (float)(x0 * sn[j] + x1 * cs[j]));
+            const int64_t a = neox ? j : 2 * j, b = neox ? j + half : 2 * j + 1;
+            const double x0 = in[a], x1 = in[b];
+            out[a] = (float)(x0 * cs[j] - x1 * sn[j]);
+            out[b] = (float)(x0 * sn[j] + x1 * cs[j]);
         }
-        for (int64_t i0 = n_dims; i0 < D; ++i0)
-            tsl_npu_store_float(d->type, pd + (uint64_t)i0 * d->nb[0],
-                                tsl_npu_load_float(x->type, px + (uint64_t)i0 * x->nb[0]));
+        tsl_npu_row_from_floats(d, pd, n_dims, out);
+        /* the others copied, in chunks of the row buffer */
+        for (int64_t i0 = n_dims; i0 < D; i0 += TSL_NPU_ROPE_MAX_DIMS) {
+            const int64_t n = D - i0 < TSL_NPU_ROPE_MAX_DIMS ? D - i0 : TSL_NPU_ROPE_MAX_DIMS;
+            tsl_npu_row_to_floats(x, px + (uint64_t)i0 * x->nb[0], n, in);
+            tsl_npu_row_from_floats(d, pd + (uint64_t)i0 * d->nb[0], n, in);
+        }
     }
 }
 

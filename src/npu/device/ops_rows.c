@@ -22,22 +22,9 @@ static uint32_t block_bytes(uint32_t type) {
     switch (type) {
     case TSL_NPU_TYPE_Q4_0: return 18;
     case TSL_NPU_TYPE_Q4_1: return 20;
-    case TSL_NPU_TYPE_Q8_0: return 34;
+    case TSL_NPU_TYPE_Q8_0: return TSL_NPU_Q8_0_BYTES;
     default: return 0;
     }
-}
-
-/* Whether every row of block-type view t (row_bytes each) lies inside its `size` bytes. */
-static int block_rows_inside(const tsl_npu_view* t, uint64_t row_bytes) {
-    if (row_bytes > t->size) return 0;
-    uint64_t room = t->size - row_bytes;
-    for (int i = 1; i < 4; ++i) {
-        const uint64_t steps = (uint64_t)(t->ne[i] - 1);
-        if (steps == 0) continue;
-        if (t->nb[i] > room / steps) return 0;
-        room -= steps * t->nb[i];
-    }
-    return 1;
 }
 
 /* Tiles of a REPACKED table [K, R, B2, B3]. */
@@ -62,7 +49,7 @@ int32_t tsl_npu_get_rows_check(const tsl_npu_op_ctx* c) {
     if (tsl_npu_is_float(t->type)) return TSL_NPU_OK;
     const uint32_t bb = block_bytes(t->type);
     if (bb == 0 || t->ne[0] % 32 != 0 || t->nb[0] != bb) return TSL_NPU_ERR_BAD_TYPE;
-    return block_rows_inside(t, (uint64_t)(t->ne[0] / 32) * bb) ? TSL_NPU_OK : TSL_NPU_ERR_BAD_DESC;
+    return tsl_npu_block_rows_inside(t, (uint64_t)(t->ne[0] / 32) * bb) ? TSL_NPU_OK : TSL_NPU_ERR_BAD_DESC;
 }
 
 static float f16_at(const uint8_t* p) {

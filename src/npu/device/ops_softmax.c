@@ -25,13 +25,6 @@ int32_t tsl_npu_soft_max_check(const tsl_npu_op_ctx* c) {
     return TSL_NPU_OK;
 }
 
-static double int_pow(double b, int64_t e) {
-    double r = 1.0;
-    for (; e > 0; e >>= 1, b *= b)
-        if (e & 1) r *= b;
-    return r;
-}
-
 /* The op and each worker's row buffer in VTCM (row_floats floats apart, 64-byte aligned). */
 typedef struct soft_max_task {
     const tsl_npu_op_ctx* c;
@@ -62,8 +55,7 @@ static void soft_max_rows(void* arg, uint32_t worker, uint32_t n_workers) {
         const uint8_t* px = tsl_npu_elem(x, 0, i1, i2, i3);
         const uint8_t* pm = mask ? tsl_npu_elem(mask, 0, i1, i2 % mask->ne[2], i3 % mask->ne[3]) : 0;
         uint8_t* pd = tsl_npu_elem(d, 0, i1, i2, i3);
-        const float slope = (float)(i2 < kp.n_head_log2 ? int_pow(kp.m0, i2 + 1)
-                                                          : int_pow(kp.m1, 2 * (i2 - kp.n_head_log2) + 1));
+        const float slope = (float)tsl_npu_alibi_slope(&kp, i2);
         const tsl_vf vslope = tsl_vf_splat(slope);
         /* pass 1: z into the row buffer (lanes past the row -inf), and its maximum */
         tsl_vf vmax = vneg_inf;

@@ -33,6 +33,7 @@ static const tsl_npu_op_kind k_ops[TSL_NPU_OP_COUNT] = {
     [TSL_NPU_OP_ARGSORT] = {1, 1, tsl_npu_argsort_check, tsl_npu_argsort_run, 0},
     [TSL_NPU_OP_MUL_MAT] = {2, 1, tsl_npu_mul_mat_check, tsl_npu_mul_mat_run, 1},
     [TSL_NPU_OP_MUL_MAT_ID] = {3, 1, tsl_npu_mul_mat_id_check, tsl_npu_mul_mat_id_run, 1},
+    [TSL_NPU_OP_FLASH_ATTN_EXT] = {3, 1, tsl_npu_flash_attn_check, tsl_npu_flash_attn_run, 0},
 };
 
 const tsl_npu_op_kind* tsl_npu_op_lookup(uint32_t opcode) {

@@ -12,13 +12,19 @@
  *
  * exp and tanh are written here (no libm on the device):
  *   tsl_npu_expf(x): e^x from x = k ln2 + r, |r| <= ln2 / 2 (ln2 split in two parts so k ln2 is
- *     exact), e^r by its degree-7 Taylor polynomial (truncation < 5e-9), times 2^k built from the
- *     exponent bits (in two steps, so results down to the subnormal range are right). Relative
+ *     exact; k = x log2e rounded by adding and subtracting 1.5 * 2^23), e^r by its degree-7 Taylor
+ *     polynomial (truncation < 5e-9), times 2^k built from the exponent bits (in two steps, so
+ *     results down to the subnormal range are right). Relative
  *     error <= 1e-6 for normal results (measured 1.0e-7 on a dense grid, tests/npu/device_vec_test.cpp);
  *     x > 88.72284 gives +inf, x < -103.98 gives 0, NaN stays NaN.
  *   tsl_npu_tanhf(x): the odd Taylor series through x^11 for |x| < 0.25 (no cancellation near 0),
  *     else sign(x) (1 - 2 / (e^{2|x|} + 1)); +-1 from |x| >= 9.1. Relative error <= 1e-6 (measured 2.4e-7).
  * sigmoid and SiLU are built from expf: 1 / (1 + e^-x), x / (1 + e^-x).
+ * All three are branch-free (the input clamped first, the special cases -- inf, 0, NaN, tanh's
+ * series range -- chosen with lane masks at the end) and written on the compilers' generic 4-lane
+ * vectors (vector_size(16), which GCC and clang lower to SSE2 / NEON / scalar code), so they run
+ * as vector code on the host's baseline ISA; the scalar forms tsl_npu_expf, tsl_npu_tanhf and
+ * tsl_npu_sigmoidf are lane 0 of the vector ones (equal results).
  *
  * What comes next: the matmul work adds int8 vectors (64 lanes) with int8 x int8 -> int32 dot
  * products of 4-element groups (AVX-512 VNNI / HVX vrmpy), which the quantized-tile kernels use.
@@ -35,51 +41,6 @@
 typedef struct tsl_vf {
     float v[TSL_VF_LANES];
 } tsl_vf;
-
-/* ---- scalar functions ------------------------------------------------------------------- */
-
-static inline float tsl_npu_expf(float x) {
-    if (x != x) return x;
-    if (x > 88.72283935546875f) return tsl_npu_f32_of_bits(0x7f800000u);
-    if (x < -103.98f) return 0.0f;
-    const float log2e = 1.44269502f;
-    const float ln2_hi = 0.693359375f;    /* 9 significant bits: k * ln2_hi is exact */
-    const float ln2_lo = -2.12194440e-4f; /* ln2 - ln2_hi */
-    const float t = x * log2e;
-    const int32_t k = (int32_t)(t + (t >= 0.0f ? 0.5f : -0.5f));
-    const float r = (x - (float)k * ln2_hi) - (float)k * ln2_lo;
-    float p = 1.0f / 5040.0f;
-    p = p * r + 1.0f / 720.0f;
-    p = p * r + 1.0f / 120.0f;
-    p = p * r + 1.0f / 24.0f;
-    p = p * r + 1.0f / 6.0f;
-    p = p * r + 0.5f;
-    p = p * r + 1.0f;
-    p = p * r + 1.0f;
-    /* 2^k = 2^k1 * 2^k2 with both halves in the normal exponent range */
-    const int32_t k1 = k / 2;
-    const int32_t k2 = k - k1;
-    return p * tsl_npu_f32_of_bits((uint32_t)(k1 + 127) << 23) * tsl_npu_f32_of_bits((uint32_t)(k2 + 127) << 23);
-}
-
-static inline float tsl_npu_tanhf(float x) {
-    const float a = x < 0.0f ? -x : x;
-    if (a < 0.25f) {
-        const float x2 = x * x;
-        /* tanh x = x - x^3/3 + 2x^5/15 - 17x^7/315 + 62x^9/2835 - 1382x^11/155925 */
-        float p = -1382.0f / 155925.0f;
-        p = p * x2 + 62.0f / 2835.0f;
-        p = p * x2 - 17.0f / 315.0f;
-        p = p * x2 + 2.0f / 15.0f;
-        p = p * x2 - 1.0f / 3.0f;
-        return x + x * x2 * p;
-    }
-    if (a != a) return x;
-    const float t = a >= 9.1f ? 1.0f : 1.0f - 2.0f / (tsl_npu_expf(2.0f * a) + 1.0f);
-    return x < 0.0f ? -t : t;
-}
-
-static inline float tsl_npu_sigmoidf(float x) { return 1.0f / (1.0f + tsl_npu_expf(-x)); }
 
 /* ---- vectors ----------------------------------------------------------------------------- */
 
@@ -161,15 +122,91 @@ static inline float tsl_vf_hmax(tsl_vf a) {
     return m;
 }
 
-#define TSL_VF_LANEWISE1(name, fn)                                  \
-    static inline tsl_vf name(tsl_vf a) {                           \
-        tsl_vf r;                                                   \
-        for (int i = 0; i < TSL_VF_LANES; ++i) r.v[i] = fn(a.v[i]); \
-        return r;                                                   \
+/* ---- exp, tanh, sigmoid ------------------------------------------------------------------- */
+/* Written on the compilers' generic vectors (GCC / clang vector_size; lowered to whatever the
+ * target has: 4 SSE registers on a baseline x86-64 host, scalar code on Hexagon v67), branch-free:
+ * the input is clamped first and the special cases (inf, 0, NaN, tanh's series range) are picked
+ * with lane masks at the end. */
+
+typedef float tsl_vf_raw __attribute__((vector_size(16)));
+typedef int32_t tsl_vi_raw __attribute__((vector_size(16)));
+#define TSL_VF_RAW_LANES 4 /* a part of a tsl_vf: 16-byte vectors map onto any SIMD unit (SSE2, NEON) */
+
+/* Lanes where mask is all ones take a, the others b. */
+#define TSL_VF_RAW_PICK(mask, a, b) ((tsl_vf_raw)(((tsl_vi_raw)(a) & (mask)) | ((tsl_vi_raw)(b) & ~(mask))))
+
+static inline tsl_vf_raw tsl_vf_raw_exp(tsl_vf_raw x) {
+    const float hi = 88.72283935546875f; /* above: +inf */
+    const float lo = -103.98f;           /* below: 0 */
+    const float ln2_hi = 0.693359375f;    /* 9 significant bits: k * ln2_hi is exact */
+    const float ln2_lo = -2.12194440e-4f; /* ln2 - ln2_hi */
+    const float round_shift = 12582912.0f; /* 1.5 * 2^23: t + it - it is t rounded to an integer */
+    const tsl_vi_raw izero = (tsl_vi_raw)x ^ (tsl_vi_raw)x;
+    const tsl_vf_raw zero = (tsl_vf_raw)izero;
+    /* lanes whose result is picked below (inf, 0, NaN) compute e^0: the conversion below stays
+     * defined, and -inf inputs (masked logits) do not go through subnormal products, which cost
+     * microcode assists on x86 */
+    const tsl_vf_raw xc = TSL_VF_RAW_PICK((x <= hi) & (x >= lo), x, zero);
+    const tsl_vf_raw t = xc * 1.44269502f;
+    const tsl_vf_raw kf = (t + round_shift) - round_shift;
+    const tsl_vi_raw k = __builtin_convertvector(kf, tsl_vi_raw); /* -150 .. 128 */
+    const tsl_vf_raw r = (xc - kf * ln2_hi) - kf * ln2_lo;
+    tsl_vf_raw p = r * (1.0f / 5040.0f) + 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    /* 2^k = 2^k1 * 2^k2 with both halves in the normal exponent range */
+    const tsl_vi_raw k1 = k >> 1;
+    const tsl_vi_raw k2 = k - k1;
+    tsl_vf_raw e = p * (tsl_vf_raw)((k1 + 127) << 23) * (tsl_vf_raw)((k2 + 127) << 23);
+    e = TSL_VF_RAW_PICK(x > hi, (tsl_vf_raw)(izero + 0x7f800000), e);
+    e = TSL_VF_RAW_PICK(x < lo, zero, e);
+    return TSL_VF_RAW_PICK(x != x, x, e);
+}
+
+static inline tsl_vf_raw tsl_vf_raw_tanh(tsl_vf_raw x) {
+    const tsl_vi_raw sign = (tsl_vi_raw)x & (int32_t)0x80000000u;
+    const tsl_vf_raw a = (tsl_vf_raw)((tsl_vi_raw)x & 0x7fffffff);
+    /* |x| < 0.25: tanh x = x - x^3/3 + 2x^5/15 - 17x^7/315 + 62x^9/2835 - 1382x^11/155925 */
+    const tsl_vf_raw x2 = x * x;
+    tsl_vf_raw p = x2 * (-1382.0f / 155925.0f) + 62.0f / 2835.0f;
+    p = p * x2 - 17.0f / 315.0f;
+    p = p * x2 + 2.0f / 15.0f;
+    p = p * x2 - 1.0f / 3.0f;
+    const tsl_vf_raw small = x + x * x2 * p;
+    /* else sign(x) (1 - 2 / (e^{2|x|} + 1)), and +-1 from |x| >= 9.1 (NaN lanes replaced below) */
+    const tsl_vf_raw one = (tsl_vf_raw)(sign ^ sign) + 1.0f;
+    const tsl_vf_raw ac = TSL_VF_RAW_PICK(a < 9.1f, a, one * 9.1f);
+    tsl_vf_raw big = 1.0f - 2.0f / (tsl_vf_raw_exp(ac + ac) + 1.0f);
+    big = TSL_VF_RAW_PICK(ac < 9.1f, big, one);
+    const tsl_vf_raw r = TSL_VF_RAW_PICK(a < 0.25f, small, (tsl_vf_raw)((tsl_vi_raw)big | sign));
+    return TSL_VF_RAW_PICK(x != x, x, r);
+}
+
+static inline tsl_vf_raw tsl_vf_raw_sigmoid(tsl_vf_raw x) { return 1.0f / (1.0f + tsl_vf_raw_exp(-x)); }
+
+/* tsl_vf versions: the function on each 4-lane part. */
+#define TSL_VF_RAW_MAP(name, raw_fn)                                          \
+    static inline tsl_vf name(tsl_vf a) {                                     \
+        for (int i = 0; i < TSL_VF_LANES; i += TSL_VF_RAW_LANES) {            \
+            tsl_vf_raw x;                                                     \
+            __builtin_memcpy(&x, a.v + i, sizeof x);                          \
+            x = raw_fn(x);                                                    \
+            __builtin_memcpy(a.v + i, &x, sizeof x);                          \
+        }                                                                     \
+        return a;                                                             \
     }
-TSL_VF_LANEWISE1(tsl_vf_exp, tsl_npu_expf)
-TSL_VF_LANEWISE1(tsl_vf_tanh, tsl_npu_tanhf)
-TSL_VF_LANEWISE1(tsl_vf_sigmoid, tsl_npu_sigmoidf)
-#undef TSL_VF_LANEWISE1
+TSL_VF_RAW_MAP(tsl_vf_exp, tsl_vf_raw_exp)
+TSL_VF_RAW_MAP(tsl_vf_tanh, tsl_vf_raw_tanh)
+TSL_VF_RAW_MAP(tsl_vf_sigmoid, tsl_vf_raw_sigmoid)
+#undef TSL_VF_RAW_MAP
+
+/* The same functions on one float (lane 0 of a splat: results equal the vector lanes'). */
+static inline float tsl_npu_expf(float x) { return tsl_vf_exp(tsl_vf_splat(x)).v[0]; }
+static inline float tsl_npu_tanhf(float x) { return tsl_vf_tanh(tsl_vf_splat(x)).v[0]; }
+static inline float tsl_npu_sigmoidf(float x) { return tsl_vf_sigmoid(tsl_vf_splat(x)).v[0]; }
 
 #endif /* TESSEL_NPU_DEVICE_VEC_H */

@@ -55,6 +55,8 @@ uint64_t plan_scratch(const Tensor& t, const DeviceBudget& budget) {
         const uint32_t fallback = stored_tiled(*t.src[0]) ? uint32_t{TSL_NPU_MM_TILED} : uint32_t{TSL_NPU_MM_FLAT};
         return matmul_scratch(t, budget, k ? k : fallback);
     }
+    case Op::FLASH_ATTN_EXT:
+        return t.src[0] && t.src[2] ? tsl_npu_flash_attn_scratch(t.src[0]->ne[0], t.src[2]->ne[0], budget.n_threads) : 0;
     default: return 0;
     }
 }

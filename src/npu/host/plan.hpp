@@ -34,7 +34,9 @@ uint32_t plan_matmul_kernel(const Tensor& t, const DeviceBudget& budget);
 /// Bytes of VTCM node t's device kernel takes: SOFT_MAX one F32 row of src0->ne[0] per worker
 /// (tsl_npu_softmax_scratch); MUL_MAT / MUL_MAT_ID tsl_npu_matmul_scratch of the kernel
 /// plan_matmul_kernel picks (the Q8 activations of every src1 row, per-worker accumulators and,
-/// with DMA, two row-tile buffers; none fitting: the tiled kernel's need); 0 for every other op.
+/// with DMA, two row-tile buffers; none fitting: the tiled kernel's need); FLASH_ATTN_EXT query
+/// rows, accumulators and a converted block of 16 keys and values per worker, from the head dims
+/// q->ne[0] and v->ne[0] (tsl_npu_flash_attn_scratch); 0 for every other op.
 uint64_t plan_scratch(const Tensor& t, const DeviceBudget& budget);
 
 /// True when node t's plan fits the device: plan_scratch(t) <= budget.vtcm_bytes (<= UINT32_MAX,

@@ -15,7 +15,8 @@ namespace tessel::npu {
 
 /// True when the device runtime implements node t as it is (op, types, shapes, op_params):
 /// ADD/SUB/MUL/DIV, SCALE, CPY/CONT/DUP, RMS_NORM/NORM, UNARY, GLU, SUM_ROWS, SOFT_MAX, ROPE,
-/// GET_ROWS, SET_ROWS, ARGSORT, MUL_MAT, MUL_MAT_ID in the combinations docs/npu.md lists
+/// GET_ROWS, SET_ROWS, ARGSORT, MUL_MAT, MUL_MAT_ID,
+/// FLASH_ATTN_EXT in the combinations docs/npu.md lists
 /// (translate_ops.cpp), when its plan fits `budget` (plan.hpp). Tiled weights (buffer.hpp) are
 /// read only as src0 of MUL_MAT, MUL_MAT_ID and GET_ROWS (the tiled tensor itself); any other node
 /// reading a tiled tensor or a view of one is declined. A weight not placed yet counts as tiled

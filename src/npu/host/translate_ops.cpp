@@ -150,6 +150,31 @@ bool set_rows_ok(const Tensor& t) {
            rows->ne[2] % ids->ne[1] == 0 && rows->ne[3] % ids->ne[2] == 0 && ids->ne[3] == 1;
 }
 
+// K/V operand of FLASH_ATTN_EXT: F32, F16, or Q8_0 blocks as the KV cache stores them.
+bool attn_kv_ok(const Tensor* t) {
+    if (!t) return false;
+    if (float_type(t->type)) return true;
+    return t->type == DType::Q8_0 && t->ne[0] % 32 == 0 && t->nb[0] == dtype_info(DType::Q8_0).block_bytes;
+}
+
+bool flash_attn_ok(const Tensor& t) {
+    const Tensor* q = t.src[0];
+    const Tensor* k = t.src[1];
+    const Tensor* v = t.src[2];
+    const Tensor* mask = t.src[3];
+    const Tensor* sinks = t.src[4];
+    if (!q || q->type != DType::F32 || t.type != DType::F32 || !attn_kv_ok(k) || !attn_kv_ok(v)) return false;
+    const int64_t T = q->ne[1], H = q->ne[2], B = q->ne[3], KV = k->ne[1];
+    if (k->ne[0] != q->ne[0] || v->ne[1] != KV || H % k->ne[2] != 0 || B % k->ne[3] != 0 || H % v->ne[2] != 0 ||
+        B % v->ne[3] != 0)
+        return false;
+    if (t.ne[0] != v->ne[0] || t.ne[1] != H || t.ne[2] != T || t.ne[3] != B) return false;
+    if (mask && (!float_type(mask->type) || mask->ne[0] != KV || mask->ne[1] < T || H % mask->ne[2] != 0 ||
+                 B % mask->ne[3] != 0))
+        return false;
+    return !sinks || (sinks->type == DType::F32 && sinks->ne[0] == H && sinks->n_rows() == 1);
+}
+
 bool argsort_ok(const Tensor& t) {
     const Tensor* a = t.src[0];
     return floats(a) && t.type == DType::I32 && same_shape(*a, t) && a->ne[0] <= INT32_MAX &&
@@ -232,6 +257,7 @@ bool op_supported(const Tensor& t) {
     case Op::ARGSORT: return argsort_ok(t);
     case Op::MUL_MAT: return mul_mat_ok(t);
     case Op::MUL_MAT_ID: return mul_mat_id_ok(t);
+    case Op::FLASH_ATTN_EXT: return flash_attn_ok(t);
     default: return false;
     }
 }
@@ -249,7 +275,7 @@ DeviceOp translate(const Tensor& t, const DeviceBudget& budget) {
     DeviceOp d;
     std::memcpy(d.kparams.data(), &header, sizeof header);
     // src[] indices of the node's sources, in the device's order (-1: end)
-    int order[3] = {0, -1, -1};
+    int order[5] = {0, -1, -1, -1, -1};
     switch (t.op) {
     case Op::ADD: d.opcode = TSL_NPU_OP_ADD; order[1] = 1; break;
     case Op::SUB: d.opcode = TSL_NPU_OP_SUB; order[1] = 1; break;
@@ -291,12 +317,17 @@ DeviceOp translate(const Tensor& t, const DeviceBudget& budget) {
         order[2] = 2;
         put_kparams(d, matmul_kparams(t, budget));
         break;
+    case Op::FLASH_ATTN_EXT:  // q, k, v, mask, sinks; the ALiBi bases as SOFT_MAX's (same rule, q's heads)
+        d.opcode = TSL_NPU_OP_FLASH_ATTN_EXT;
+        for (int i = 1; i < 5; ++i) order[i] = i;
+        put_kparams(d, softmax_kparams(t));
+        break;
     default: d.opcode = TSL_NPU_OP_CPY; break;  // CPY, CONT, DUP: element copy with conversion
     }
-    // Optional sources (GLU's gate, SOFT_MAX's mask and sinks, ROPE's factors) keep their slot:
-    // a missing one before a present one travels as an empty slot.
+    // Optional sources (GLU's gate, SOFT_MAX's and FLASH_ATTN_EXT's mask and sinks, ROPE's factors)
+    // keep their slot: a missing one before a present one travels as an empty slot.
     int last = 0;
-    for (int i = 0; i < 3; ++i)
+    for (int i = 0; i < 5; ++i)
         if (order[i] >= 0 && t.src[order[i]]) last = i;
     for (int i = 0; i <= last; ++i) {
         const Tensor* s = order[i] >= 0 ? t.src[order[i]] : nullptr;

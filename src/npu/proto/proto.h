@@ -13,8 +13,8 @@
  * fills for every op it plans (zero for ops it does not plan, e.g. FENCE and MEMCPY):
  *     bytes [0, 4)   scratch_bytes: VTCM bytes the op's kernel needs (0: none)
  *     bytes [4, 8)   flags: reserved, 0
- *     bytes [8, 256) the op's own parameters (tsl_npu_rope_kparams, tsl_npu_softmax_kparams,
- *                    tsl_npu_matmul_kparams), at
+ *     bytes [8, 256) the op's own parameters (tsl_npu_rope_kparams, tsl_npu_softmax_kparams for
+ *                    SOFT_MAX and FLASH_ATTN_EXT, tsl_npu_matmul_kparams), at
  *                    TSL_NPU_KPARAMS_BODY (8-byte aligned: kparams sits at byte 72 of the op)
  * The device refuses a batch with an op whose scratch_bytes exceed its VTCM (TSL_NPU_ERR_NO_VTCM,
  * err_op = that op) before running any op, and gives each op's kernel at most scratch_bytes.
@@ -93,7 +93,8 @@ enum tsl_npu_opcode {
                                  broadcast); kparams: tsl_npu_matmul_kparams */
     TSL_NPU_OP_MUL_MAT_ID = 20, /* dst F32 [N, n_used, T] column (e, t) = src0 expert src2[e, t] . src1 [K, U, T]
                                    column (e % U, t); ids out of range give zero columns */
-    TSL_NPU_OP_COUNT = 21
+    TSL_NPU_OP_FLASH_ATTN_EXT = 21, /* src0 q, src1 k, src2 v, src3 mask, src4 sinks; kparams: tsl_npu_softmax_kparams */
+    TSL_NPU_OP_COUNT = 22
 };
 
 /* UNARY kinds the device implements (params[0]), numbered as tessel's UnaryOp (src/graph/op.hpp). */
@@ -185,7 +186,7 @@ typedef struct tsl_npu_rope_kparams {
     double corr_hi;
 } tsl_npu_rope_kparams;
 
-/* Kernel parameters of SOFT_MAX (at TSL_NPU_KPARAMS_BODY of the op's kparams): the ALiBi slope of head h is m0^(h + 1) for h < n_head_log2,
+/* Kernel parameters of SOFT_MAX and FLASH_ATTN_EXT (at TSL_NPU_KPARAMS_BODY of the op's kparams): the ALiBi slope of head h is m0^(h + 1) for h < n_head_log2,
  * else m1^(2 (h - n_head_log2) + 1) (all slopes 1 when max_bias == 0: m0 = m1 = 1). */
 typedef struct tsl_npu_softmax_kparams {
     double m0;
@@ -251,6 +252,21 @@ static inline uint64_t tsl_npu_matmul_scratch(uint32_t kernel, uint32_t dma, uin
     uint64_t per_worker = (uint64_t)TSL_NPU_MM_COLS * 32u * 4u;
     if (dma) per_worker += 2u * (((uint64_t)(k / 32) * tile_bytes + 63u) & ~(uint64_t)63u);
     return (uint64_t)act_rows * tsl_npu_q8_row_bytes(k) + workers * per_worker + experts;
+}
+
+/* Query rows FLASH_ATTN_EXT's kernel runs together against each converted block of 16 keys. */
+#define TSL_NPU_FA_QTILE 16
+
+/* VTCM bytes FLASH_ATTN_EXT states (and its kernel takes) for head dims D (q, k) and Dv (v), per
+ * device worker thread: with D and Dv rounded up to 16 floats (Dp, Dvp), TSL_NPU_FA_QTILE query
+ * rows (Dp) and accumulators (Dvp), a block of 16 keys converted to F32 (16 x Dp, transposed) and
+ * of 16 values (16 x Dvp), and one conversion row (Dp); 4 bytes each (every part a multiple of 64
+ * bytes). */
+static inline uint64_t tsl_npu_flash_attn_scratch(int64_t D, int64_t Dv, uint32_t n_threads) {
+    const uint64_t dp = ((uint64_t)D + 15u) & ~(uint64_t)15u;
+    const uint64_t dvp = ((uint64_t)Dv + 15u) & ~(uint64_t)15u;
+    const uint64_t per_worker = ((TSL_NPU_FA_QTILE + 16u) * (dp + dvp) + dp) * 4u;
+    return per_worker * (n_threads ? n_threads : 1u);
 }
 
 /* Host -> device: run the batch at block_offset of the op-queue buffer. */
