@@ -29,9 +29,9 @@ TEST(NpuPlanMatmul, TiledWeightTakesTheTiledKernelWithItsScratch) {
     DeviceBudget b{1u << 20, 2};
     EXPECT_EQ(plan_matmul_kernel(*y, b), uint32_t{TSL_NPU_MM_TILED});
     EXPECT_EQ(plan_scratch(*y, b), with_dma);
-    b.dma = false;
+    b.dma = 0;
     EXPECT_EQ(plan_scratch(*y, b), without_dma);
-    b.dma = true;
+    b.dma = 1;
     EXPECT_TRUE(plan_fits(*y, DeviceBudget{with_dma, 2}));
     EXPECT_FALSE(plan_fits(*y, DeviceBudget{with_dma - 1, 2}));
     b.mm_kernels = bit(TSL_NPU_MM_FLAT) | bit(TSL_NPU_MM_MATRIX);  // tiled not allowed: declined

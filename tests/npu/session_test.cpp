@@ -212,11 +212,20 @@ TEST_P(NpuSession, EventsAreFenceSlots) {
     auto ev2 = dev.new_event();
     backend->graph_compute({&y});
     backend->event_record(*ev);
+    EXPECT_EQ(dev.session().last_seq(), 1u);  // the FENCE rode in the graph's (open) last batch
     backend->event_record(*ev2);
     ev2->synchronize();
     ev->synchronize();  // recorded earlier: already complete
     const std::vector<float> vx = Graph::read(x), vy = Graph::read(y);
     for (size_t i = 0; i < vy.size(); i += 37) EXPECT_EQ(vy[i], vx[i] * vx[i]);
+    // A cached graph too: its last batch is sent with the next event's FENCE.
+    backend->graph_compute({&y}, 7);
+    backend->event_record(*ev);
+    backend->graph_compute({&y}, 7);
+    backend->event_record(*ev2);
+    ev2->synchronize();
+    EXPECT_EQ(dev.session().last_seq(), 4u);
+    EXPECT_EQ(static_cast<NpuBackend&>(*backend).cache_hits(), 1u);
 }
 
 TEST_P(NpuSession, OperandOutsideNpuMemoryIsAnError) {

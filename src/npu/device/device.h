@@ -44,15 +44,21 @@ typedef struct tsl_npu_platform {
      * *bytes; NULL and 0 when the platform has none (NULL function: none either). The block stays
      * valid until the platform is destroyed. */
     void* (*scratch)(void* ctx, uint64_t* bytes);
-    /* The DMA stand-in: dma_copy starts moving `bytes` from src (a mapped buffer) to dst (the
-     * scratchpad) for the calling worker; dma_wait returns when every copy the calling worker
-     * started has landed. A kernel overlaps its next copy with its current compute (double
-     * buffering). NULL functions: no DMA (kernels then read in place). */
-    void (*dma_copy)(void* ctx, void* dst, const void* src, uint64_t bytes);
+    /* The DMA stand-in: dma_start begins bringing `bytes` at src (a mapped buffer) close to the
+     * calling worker and returns where the kernel reads them once dma_wait has returned: dst (a
+     * scratchpad block of `bytes`) when the platform copies, or src itself when its memory is as
+     * near as the scratchpad and it only prefetches (the posix platform, unless `flags` has
+     * TSL_NPU_DMA_COPY). dma_wait returns when every transfer the calling worker started has
+     * landed. A kernel overlaps its next transfer with its current compute (double buffering).
+     * NULL functions: no DMA (kernels then read in place). */
+    const void* (*dma_start)(void* ctx, void* dst, const void* src, uint64_t bytes, uint32_t flags);
     void (*dma_wait)(void* ctx);
     uint32_t n_threads;
     uint32_t isa; /* TSL_NPU_ISA_* bits: vector extensions the device's kernels may use */
 } tsl_npu_platform;
+
+/* dma_start flags: land the bytes in dst even where the platform could read them in place. */
+#define TSL_NPU_DMA_COPY 1u
 
 /* tsl_npu_platform.isa bits (host CPUs acting as the virtual NPU's vector unit). */
 #define TSL_NPU_ISA_AVX512VNNI 0x1u /* AVX-512 F + BW + VNNI: the _avx512 matmul kernel */

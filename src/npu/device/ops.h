@@ -217,6 +217,13 @@ static inline void tsl_npu_split(int64_t n, uint32_t i, uint32_t n_workers, int6
 /* Runs fn(arg, i, n) on the platform's workers when `elements` is large enough, else fn(arg, 0, 1). */
 void tsl_npu_ops_parallel(const tsl_npu_op_ctx* c, int64_t elements, tsl_npu_task_fn fn, void* arg);
 
+/* The body of a row-wise op: computes row (i1, i2, i3) of dst[0]. */
+typedef void (*tsl_npu_row_fn)(const tsl_npu_op_ctx* c, int64_t i1, int64_t i2, int64_t i3);
+
+/* Runs row(c, i1, i2, i3) for every row of dst[0], the rows split over the platform's workers in
+ * contiguous shares (tsl_npu_split) when `elements` (the op's work) is large enough. */
+void tsl_npu_for_rows(const tsl_npu_op_ctx* c, int64_t elements, tsl_npu_row_fn row);
+
 /* The ops (ops_*.c). */
 int32_t tsl_npu_binary_check(const tsl_npu_op_ctx* c);
 int32_t tsl_npu_binary_run(tsl_npu_op_ctx* c); /* ADD, SUB, MUL, DIV */

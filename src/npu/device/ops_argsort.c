@@ -53,32 +53,25 @@ static void sift_down(const sort_row* s, int64_t root, int64_t n) {
     idx_set(s, root, moving);
 }
 
-static void argsort_rows(void* arg, uint32_t worker, uint32_t n_workers) {
-    const tsl_npu_op_ctx* c = (const tsl_npu_op_ctx*)arg;
+static void argsort_row(const tsl_npu_op_ctx* c, int64_t i1, int64_t i2, int64_t i3) {
     const tsl_npu_view* a = &c->src[0];
     const tsl_npu_view* d = &c->dst[0];
     const int64_t n = a->ne[0];
-    int64_t begin, end;
-    tsl_npu_split(tsl_npu_n_rows(d), worker, n_workers, &begin, &end);
-    for (int64_t r = begin; r < end; ++r) {
-        int64_t i1, i2, i3;
-        tsl_npu_row_coords(d, r, &i1, &i2, &i3);
-        const sort_row s = {a, tsl_npu_elem(a, 0, i1, i2, i3), tsl_npu_elem(d, 0, i1, i2, i3), d->nb[0],
-                            c->op->params[0] == 1};
-        for (int64_t i = 0; i < n; ++i) idx_set(&s, i, (int32_t)i);
-        for (int64_t i = n / 2 - 1; i >= 0; --i) sift_down(&s, i, n);
-        for (int64_t last = n - 1; last > 0; --last) {
-            const int32_t top = idx_at(&s, 0);
-            idx_set(&s, 0, idx_at(&s, last));
-            idx_set(&s, last, top);
-            sift_down(&s, 0, last);
-        }
+    const sort_row s = {a, tsl_npu_elem(a, 0, i1, i2, i3), tsl_npu_elem(d, 0, i1, i2, i3), d->nb[0],
+                        c->op->params[0] == 1};
+    for (int64_t i = 0; i < n; ++i) idx_set(&s, i, (int32_t)i);
+    for (int64_t i = n / 2 - 1; i >= 0; --i) sift_down(&s, i, n);
+    for (int64_t last = n - 1; last > 0; --last) {
+        const int32_t top = idx_at(&s, 0);
+        idx_set(&s, 0, idx_at(&s, last));
+        idx_set(&s, last, top);
+        sift_down(&s, 0, last);
     }
 }
 
 int32_t tsl_npu_argsort_run(tsl_npu_op_ctx* c) {
     const int64_t n = tsl_npu_n_elements(&c->dst[0]);
-    tsl_npu_ops_parallel(c, 8 * n, argsort_rows, c);
+    tsl_npu_for_rows(c, 8 * n, argsort_row);
     c->bytes = (uint64_t)n * (tsl_npu_type_bytes(c->src[0].type) + 4u);
     return TSL_NPU_OK;
 }

@@ -42,8 +42,7 @@ static void binary_row_f32(uint32_t opcode, float* d, const float* a, const floa
     for (; i < n; ++i) d[i] = binary_value(opcode, a[i], b[i]);
 }
 
-static void binary_rows(void* arg, uint32_t worker, uint32_t n_workers) {
-    const tsl_npu_op_ctx* c = (const tsl_npu_op_ctx*)arg;
+static void binary_row(const tsl_npu_op_ctx* c, int64_t i1, int64_t i2, int64_t i3) {
     const tsl_npu_view* a = &c->src[0];
     const tsl_npu_view* b = &c->src[1];
     const tsl_npu_view* d = &c->dst[0];
@@ -51,29 +50,23 @@ static void binary_rows(void* arg, uint32_t worker, uint32_t n_workers) {
     const int64_t n0 = d->ne[0];
     const int fast = a->type == TSL_NPU_TYPE_F32 && b->type == TSL_NPU_TYPE_F32 && d->type == TSL_NPU_TYPE_F32 &&
                      a->nb[0] == 4 && b->nb[0] == 4 && d->nb[0] == 4 && b->ne[0] == n0;
-    int64_t begin, end;
-    tsl_npu_split(tsl_npu_n_rows(d), worker, n_workers, &begin, &end);
-    for (int64_t r = begin; r < end; ++r) {
-        int64_t i1, i2, i3;
-        tsl_npu_row_coords(d, r, &i1, &i2, &i3);
-        const uint8_t* pa = tsl_npu_elem(a, 0, i1, i2, i3);
-        const uint8_t* pb = tsl_npu_elem(b, 0, i1 % b->ne[1], i2 % b->ne[2], i3 % b->ne[3]);
-        uint8_t* pd = tsl_npu_elem(d, 0, i1, i2, i3);
-        if (fast) {
-            binary_row_f32(opcode, (float*)pd, (const float*)pa, (const float*)pb, n0);
-            continue;
-        }
-        for (int64_t i0 = 0; i0 < n0; ++i0) {
-            const float x = tsl_npu_load_float(a->type, pa + (uint64_t)i0 * a->nb[0]);
-            const float y = tsl_npu_load_float(b->type, pb + (uint64_t)(i0 % b->ne[0]) * b->nb[0]);
-            tsl_npu_store_float(d->type, pd + (uint64_t)i0 * d->nb[0], binary_value(opcode, x, y));
-        }
+    const uint8_t* pa = tsl_npu_elem(a, 0, i1, i2, i3);
+    const uint8_t* pb = tsl_npu_elem(b, 0, i1 % b->ne[1], i2 % b->ne[2], i3 % b->ne[3]);
+    uint8_t* pd = tsl_npu_elem(d, 0, i1, i2, i3);
+    if (fast) {
+        binary_row_f32(opcode, (float*)pd, (const float*)pa, (const float*)pb, n0);
+        return;
+    }
+    for (int64_t i0 = 0; i0 < n0; ++i0) {
+        const float x = tsl_npu_load_float(a->type, pa + (uint64_t)i0 * a->nb[0]);
+        const float y = tsl_npu_load_float(b->type, pb + (uint64_t)(i0 % b->ne[0]) * b->nb[0]);
+        tsl_npu_store_float(d->type, pd + (uint64_t)i0 * d->nb[0], binary_value(opcode, x, y));
     }
 }
 
 int32_t tsl_npu_binary_run(tsl_npu_op_ctx* c) {
     const int64_t n = tsl_npu_n_elements(&c->dst[0]);
-    tsl_npu_ops_parallel(c, n, binary_rows, c);
+    tsl_npu_for_rows(c, n, binary_row);
     c->bytes = (uint64_t)n * (tsl_npu_type_bytes(c->src[0].type) + tsl_npu_type_bytes(c->dst[0].type)) +
                (uint64_t)tsl_npu_n_elements(&c->src[1]) * tsl_npu_type_bytes(c->src[1].type);
     return TSL_NPU_OK;

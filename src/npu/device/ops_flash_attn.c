@@ -131,6 +131,16 @@ static void fa_row(const tsl_npu_op_ctx* c, int64_t r, int64_t* tq, int64_t* h, 
     kvh[3] = *b / (B / v->ne[3]);
 }
 
+/* Whether the mask hides keys [j0, j0 + n) from all nq query rows (mrow: their mask rows): every
+ * value -inf. A decode step over a mostly empty cache skips most blocks this way. */
+static int block_masked(const tsl_npu_view* mask, const uint8_t* const* mrow, int nq, int64_t j0, int n) {
+    for (int i = 0; i < nq; ++i) {
+        const tsl_vf mv = tsl_npu_row_load(mask, mrow[i], j0, n, tsl_npu_f32_of_bits(0xff800000u));
+        if (!(tsl_vf_hmax(mv) < -3.40282347e38f)) return 0;
+    }
+    return 1;
+}
+
 /* Query rows [r0, r0 + nq), all reading the K/V heads kvh. */
 static void fa_run_tile(const fa_task* task, const fa_scratch* s, int64_t r0, int nq, const int64_t kvh[4]) {
     const tsl_npu_op_ctx* c = task->c;
@@ -164,6 +174,7 @@ static void fa_run_tile(const fa_task* task, const fa_scratch* s, int64_t r0, in
     }
     for (int64_t j0 = 0; j0 < KV; j0 += KB) {
         const int n = tsl_npu_chunk(KV, j0);
+        if (mask && block_masked(mask, mrow, nq, j0, n)) continue; /* nothing to convert or add */
         load_block(task, s, j0, n, kvh);
         for (int i = 0; i < nq; ++i) {
             const float* qr = s->q + i * Dp;

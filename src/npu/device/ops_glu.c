@@ -20,8 +20,7 @@ int32_t tsl_npu_glu_check(const tsl_npu_op_ctx* c) {
     return TSL_NPU_OK;
 }
 
-static void glu_rows(void* arg, uint32_t worker, uint32_t n_workers) {
-    const tsl_npu_op_ctx* c = (const tsl_npu_op_ctx*)arg;
+static void glu_row(const tsl_npu_op_ctx* c, int64_t i1, int64_t i2, int64_t i3) {
     const tsl_npu_view* a = &c->src[0];
     const tsl_npu_view* g = c->src[1].data ? &c->src[1] : &c->src[0];
     const tsl_npu_view* d = &c->dst[0];
@@ -31,27 +30,21 @@ static void glu_rows(void* arg, uint32_t worker, uint32_t n_workers) {
     const int swapped = !split && c->op->params[1] != 0;
     const int64_t x_off = split || !swapped ? 0 : k; /* element offsets of x and g in their rows */
     const int64_t g_off = split || swapped ? 0 : k;
-    int64_t begin, end;
-    tsl_npu_split(tsl_npu_n_rows(d), worker, n_workers, &begin, &end);
-    for (int64_t r = begin; r < end; ++r) {
-        int64_t i1, i2, i3;
-        tsl_npu_row_coords(d, r, &i1, &i2, &i3);
-        const uint8_t* px = tsl_npu_elem(a, x_off, i1, i2, i3);
-        const uint8_t* pg = tsl_npu_elem(g, g_off, i1, i2, i3);
-        uint8_t* pd = tsl_npu_elem(d, 0, i1, i2, i3);
-        for (int64_t i0 = 0; i0 < k; i0 += TSL_VF_LANES) {
-            const int n = tsl_npu_chunk(k, i0);
-            const tsl_vf x = tsl_npu_row_load(a, px, i0, n, 0.0f);
-            const tsl_vf gate = tsl_npu_row_load(g, pg, i0, n, 0.0f);
-            const tsl_vf fx = geglu ? tsl_npu_gelu_vec(x) : tsl_npu_silu_vec(x);
-            tsl_npu_row_store(d, pd, i0, n, tsl_vf_mul(fx, gate));
-        }
+    const uint8_t* px = tsl_npu_elem(a, x_off, i1, i2, i3);
+    const uint8_t* pg = tsl_npu_elem(g, g_off, i1, i2, i3);
+    uint8_t* pd = tsl_npu_elem(d, 0, i1, i2, i3);
+    for (int64_t i0 = 0; i0 < k; i0 += TSL_VF_LANES) {
+        const int n = tsl_npu_chunk(k, i0);
+        const tsl_vf x = tsl_npu_row_load(a, px, i0, n, 0.0f);
+        const tsl_vf gate = tsl_npu_row_load(g, pg, i0, n, 0.0f);
+        const tsl_vf fx = geglu ? tsl_npu_gelu_vec(x) : tsl_npu_silu_vec(x);
+        tsl_npu_row_store(d, pd, i0, n, tsl_vf_mul(fx, gate));
     }
 }
 
 int32_t tsl_npu_glu_run(tsl_npu_op_ctx* c) {
     const int64_t n = tsl_npu_n_elements(&c->dst[0]);
-    tsl_npu_ops_parallel(c, 2 * n, glu_rows, c);
+    tsl_npu_for_rows(c, 2 * n, glu_row);
     const uint32_t gate_type = c->src[1].data ? c->src[1].type : c->src[0].type;
     c->bytes = (uint64_t)n * (tsl_npu_type_bytes(c->src[0].type) + tsl_npu_type_bytes(gate_type) + tsl_npu_type_bytes(c->dst[0].type));
     return TSL_NPU_OK;

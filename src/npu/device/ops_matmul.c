@@ -13,9 +13,10 @@
  *    activation row is first quantized to Q8 per 32-block into VTCM (workers split the rows), then
  *    the workers split the items (a 32-row row tile of one weight matrix, with the activation
  *    columns it serves) and run the tile micro-kernel (ops_matmul.h) over up to TSL_NPU_MM_COLS
- *    columns per pass. With kparams.dma, each worker streams the next item's row tile (its K
- *    tiles) into one of its two VTCM buffers through the platform's DMA stand-in while computing
- *    the current one from the other; without, tiles are read in place.
+ *    columns per pass. With kparams.dma, each worker starts the transfer of the next item's row
+ *    tile (its K tiles) into one of its two VTCM buffers through the platform's DMA stand-in while
+ *    computing the current one from the other (dma 2: as copies even where the platform would
+ *    prefetch and read in place); without, tiles are read in place.
  *  - FLAT: a plain F16/F32 weight (rows contiguous: nb[0] = element size). Items as above; each
  *    F16 weight row is widened to F32 in the worker's VTCM row buffer (F32 rows are read in
  *    place) and dotted with the columns' F32 rows in float (16 partial sums).
@@ -50,7 +51,7 @@ static int32_t kernel_of(const tsl_npu_op_ctx* c, tsl_npu_matmul_kparams* kp) {
     const tsl_npu_view* w = &c->src[0];
     if (w->flags & TSL_NPU_TENSOR_REPACKED) {
         const uint32_t tb = tsl_npu_tile_bytes(w->type);
-        if (kp->kernel != TSL_NPU_MM_TILED || tb == 0 || w->ne[0] % 32 != 0 || kp->dma > 1) return TSL_NPU_ERR_BAD_TYPE;
+        if (kp->kernel != TSL_NPU_MM_TILED || tb == 0 || w->ne[0] % 32 != 0 || kp->dma > 2) return TSL_NPU_ERR_BAD_TYPE;
         const uint64_t tiles = (uint64_t)((w->ne[1] + 31) / 32) * (uint64_t)(w->ne[0] / 32) * (uint64_t)w->ne[2] *
                                (uint64_t)w->ne[3];
         return tiles > w->size / tb ? TSL_NPU_ERR_BAD_DESC : TSL_NPU_OK;
@@ -165,7 +166,9 @@ static void tiled_work(void* arg, uint32_t worker, uint32_t n_workers) {
     float* acc = (float*)mine;
     const uint64_t buf_bytes = align64((uint64_t)j->n_kt * j->tile_bytes);
     uint8_t* bufs[2] = {mine + TSL_NPU_MM_COLS * 32u * 4u, mine + TSL_NPU_MM_COLS * 32u * 4u + buf_bytes};
-    const int dma = j->kp.dma && p->dma_copy && p->dma_wait;
+    const int dma = j->kp.dma && p->dma_start && p->dma_wait;
+    const uint32_t dma_flags = j->kp.dma == 2 ? TSL_NPU_DMA_COPY : 0u;
+    const uint8_t* staged[2] = {0, 0}; /* where each buffer's transfer lands */
     int64_t begin, end;
     tsl_npu_split(j->n_items, worker, n_workers, &begin, &end);
     int64_t item = begin;
@@ -173,7 +176,7 @@ static void tiled_work(void* arg, uint32_t worker, uint32_t n_workers) {
     int64_t rt, matrix, i2, i3;
     if (dma && item < end) {
         item_coords(j, item, &rt, &matrix, &i2, &i3);
-        p->dma_copy(p->ctx, bufs[0], item_tiles(j, rt, matrix), (uint64_t)j->n_kt * j->tile_bytes);
+        staged[0] = (const uint8_t*)p->dma_start(p->ctx, bufs[0], item_tiles(j, rt, matrix), (uint64_t)j->n_kt * j->tile_bytes, dma_flags);
     }
     int cur = 0;
     int64_t rows[TSL_NPU_MM_COLS];
@@ -185,13 +188,14 @@ static void tiled_work(void* arg, uint32_t worker, uint32_t n_workers) {
         item_coords(j, item, &rt, &matrix, &i2, &i3);
         const uint8_t* tiles = item_tiles(j, rt, matrix);
         if (dma) {
-            p->dma_wait(p->ctx); /* this item's tiles have landed in bufs[cur] */
+            p->dma_wait(p->ctx); /* this item's tiles have landed where staged[cur] points */
             if (next < end) {
                 int64_t nrt, nmatrix, n2, n3;
                 item_coords(j, next, &nrt, &nmatrix, &n2, &n3);
-                p->dma_copy(p->ctx, bufs[cur ^ 1], item_tiles(j, nrt, nmatrix), (uint64_t)j->n_kt * j->tile_bytes);
+                staged[cur ^ 1] = (const uint8_t*)p->dma_start(p->ctx, bufs[cur ^ 1], item_tiles(j, nrt, nmatrix),
+                                                               (uint64_t)j->n_kt * j->tile_bytes, dma_flags);
             }
-            tiles = bufs[cur];
+            tiles = staged[cur];
             cur ^= 1;
         }
         int64_t cursor = 0;

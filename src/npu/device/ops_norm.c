@@ -35,35 +35,28 @@ static double row_sum(const tsl_npu_view* a, const uint8_t* row, int square, flo
     return (double)tsl_vf_hsum(acc);
 }
 
-static void norm_rows(void* arg, uint32_t worker, uint32_t n_workers) {
-    const tsl_npu_op_ctx* c = (const tsl_npu_op_ctx*)arg;
+static void norm_row(const tsl_npu_op_ctx* c, int64_t i1, int64_t i2, int64_t i3) {
     const tsl_npu_view* a = &c->src[0];
     const tsl_npu_view* d = &c->dst[0];
     const double eps = (double)tsl_npu_f32_of_bits((uint32_t)c->op->params[0]);
     const int centre = c->op->opcode == TSL_NPU_OP_NORM;
     const int64_t n0 = d->ne[0];
-    int64_t begin, end;
-    tsl_npu_split(tsl_npu_n_rows(d), worker, n_workers, &begin, &end);
-    for (int64_t r = begin; r < end; ++r) {
-        int64_t i1, i2, i3;
-        tsl_npu_row_coords(d, r, &i1, &i2, &i3);
-        const uint8_t* pa = tsl_npu_elem(a, 0, i1, i2, i3);
-        uint8_t* pd = tsl_npu_elem(d, 0, i1, i2, i3);
-        const float mean = centre ? (float)(row_sum(a, pa, 0, 0.0f) / (double)n0) : 0.0f;
-        const double sq = row_sum(a, pa, 1, mean);
-        const tsl_vf inv = tsl_vf_splat((float)tsl_npu_rsqrt(sq / (double)n0 + eps));
-        const tsl_vf shift = tsl_vf_splat(mean);
-        for (int64_t i0 = 0; i0 < n0; i0 += TSL_VF_LANES) {
-            const int n = tsl_npu_chunk(n0, i0);
-            const tsl_vf x = tsl_npu_row_load(a, pa, i0, n, 0.0f);
-            tsl_npu_row_store(d, pd, i0, n, tsl_vf_mul(tsl_vf_sub(x, shift), inv));
-        }
+    const uint8_t* pa = tsl_npu_elem(a, 0, i1, i2, i3);
+    uint8_t* pd = tsl_npu_elem(d, 0, i1, i2, i3);
+    const float mean = centre ? (float)(row_sum(a, pa, 0, 0.0f) / (double)n0) : 0.0f;
+    const double sq = row_sum(a, pa, 1, mean);
+    const tsl_vf inv = tsl_vf_splat((float)tsl_npu_rsqrt(sq / (double)n0 + eps));
+    const tsl_vf shift = tsl_vf_splat(mean);
+    for (int64_t i0 = 0; i0 < n0; i0 += TSL_VF_LANES) {
+        const int n = tsl_npu_chunk(n0, i0);
+        const tsl_vf x = tsl_npu_row_load(a, pa, i0, n, 0.0f);
+        tsl_npu_row_store(d, pd, i0, n, tsl_vf_mul(tsl_vf_sub(x, shift), inv));
     }
 }
 
 int32_t tsl_npu_norm_run(tsl_npu_op_ctx* c) {
     const int64_t n = tsl_npu_n_elements(&c->dst[0]);
-    tsl_npu_ops_parallel(c, 2 * n, norm_rows, c);
+    tsl_npu_for_rows(c, 2 * n, norm_row);
     c->bytes = (uint64_t)n * (tsl_npu_type_bytes(c->src[0].type) + tsl_npu_type_bytes(c->dst[0].type));
     return TSL_NPU_OK;
 }

@@ -11,36 +11,29 @@ int32_t tsl_npu_scale_check(const tsl_npu_op_ctx* c) {
     return TSL_NPU_OK;
 }
 
-static void scale_rows(void* arg, uint32_t worker, uint32_t n_workers) {
-    const tsl_npu_op_ctx* c = (const tsl_npu_op_ctx*)arg;
+static void scale_row(const tsl_npu_op_ctx* c, int64_t i1, int64_t i2, int64_t i3) {
     const tsl_npu_view* a = &c->src[0];
     const tsl_npu_view* d = &c->dst[0];
     const float s = tsl_npu_f32_of_bits((uint32_t)c->op->params[0]);
     const float bias = tsl_npu_f32_of_bits((uint32_t)c->op->params[1]);
     const int64_t n0 = d->ne[0];
-    int64_t begin, end;
-    tsl_npu_split(tsl_npu_n_rows(d), worker, n_workers, &begin, &end);
-    for (int64_t r = begin; r < end; ++r) {
-        int64_t i1, i2, i3;
-        tsl_npu_row_coords(d, r, &i1, &i2, &i3);
-        const uint8_t* pa = tsl_npu_elem(a, 0, i1, i2, i3);
-        uint8_t* pd = tsl_npu_elem(d, 0, i1, i2, i3);
-        if (a->type == TSL_NPU_TYPE_F32 && d->type == TSL_NPU_TYPE_F32 && a->nb[0] == 4 && d->nb[0] == 4) {
-            const float* x = (const float*)pa;
-            float* y = (float*)pd;
-            for (int64_t i0 = 0; i0 < n0; ++i0) y[i0] = x[i0] * s + bias;
-            continue;
-        }
-        for (int64_t i0 = 0; i0 < n0; ++i0) {
-            const float x = tsl_npu_load_float(a->type, pa + (uint64_t)i0 * a->nb[0]);
-            tsl_npu_store_float(d->type, pd + (uint64_t)i0 * d->nb[0], x * s + bias);
-        }
+    const uint8_t* pa = tsl_npu_elem(a, 0, i1, i2, i3);
+    uint8_t* pd = tsl_npu_elem(d, 0, i1, i2, i3);
+    if (a->type == TSL_NPU_TYPE_F32 && d->type == TSL_NPU_TYPE_F32 && a->nb[0] == 4 && d->nb[0] == 4) {
+        const float* x = (const float*)pa;
+        float* y = (float*)pd;
+        for (int64_t i0 = 0; i0 < n0; ++i0) y[i0] = x[i0] * s + bias;
+        return;
+    }
+    for (int64_t i0 = 0; i0 < n0; ++i0) {
+        const float x = tsl_npu_load_float(a->type, pa + (uint64_t)i0 * a->nb[0]);
+        tsl_npu_store_float(d->type, pd + (uint64_t)i0 * d->nb[0], x * s + bias);
     }
 }
 
 int32_t tsl_npu_scale_run(tsl_npu_op_ctx* c) {
     const int64_t n = tsl_npu_n_elements(&c->dst[0]);
-    tsl_npu_ops_parallel(c, n, scale_rows, c);
+    tsl_npu_for_rows(c, n, scale_row);
     c->bytes = (uint64_t)n * (tsl_npu_type_bytes(c->src[0].type) + tsl_npu_type_bytes(c->dst[0].type));
     return TSL_NPU_OK;
 }

@@ -12,27 +12,20 @@ int32_t tsl_npu_sum_rows_check(const tsl_npu_op_ctx* c) {
     return TSL_NPU_OK;
 }
 
-static void sum_rows(void* arg, uint32_t worker, uint32_t n_workers) {
-    const tsl_npu_op_ctx* c = (const tsl_npu_op_ctx*)arg;
+static void sum_row(const tsl_npu_op_ctx* c, int64_t i1, int64_t i2, int64_t i3) {
     const tsl_npu_view* a = &c->src[0];
     const tsl_npu_view* d = &c->dst[0];
     const int64_t n0 = a->ne[0];
-    int64_t begin, end;
-    tsl_npu_split(tsl_npu_n_rows(d), worker, n_workers, &begin, &end);
-    for (int64_t r = begin; r < end; ++r) {
-        int64_t i1, i2, i3;
-        tsl_npu_row_coords(d, r, &i1, &i2, &i3);
-        const uint8_t* pa = tsl_npu_elem(a, 0, i1, i2, i3);
-        tsl_vf acc = tsl_vf_splat(0.0f);
-        for (int64_t i0 = 0; i0 < n0; i0 += TSL_VF_LANES)
-            acc = tsl_vf_add(acc, tsl_npu_row_load(a, pa, i0, tsl_npu_chunk(n0, i0), 0.0f));
-        tsl_npu_store_float(d->type, tsl_npu_elem(d, 0, i1, i2, i3), tsl_vf_hsum(acc));
-    }
+    const uint8_t* pa = tsl_npu_elem(a, 0, i1, i2, i3);
+    tsl_vf acc = tsl_vf_splat(0.0f);
+    for (int64_t i0 = 0; i0 < n0; i0 += TSL_VF_LANES)
+        acc = tsl_vf_add(acc, tsl_npu_row_load(a, pa, i0, tsl_npu_chunk(n0, i0), 0.0f));
+    tsl_npu_store_float(d->type, tsl_npu_elem(d, 0, i1, i2, i3), tsl_vf_hsum(acc));
 }
 
 int32_t tsl_npu_sum_rows_run(tsl_npu_op_ctx* c) {
     const int64_t n = tsl_npu_n_elements(&c->src[0]);
-    tsl_npu_ops_parallel(c, n, sum_rows, c);
+    tsl_npu_for_rows(c, n, sum_row);
     c->bytes = (uint64_t)n * tsl_npu_type_bytes(c->src[0].type) +
                (uint64_t)tsl_npu_n_elements(&c->dst[0]) * tsl_npu_type_bytes(c->dst[0].type);
     return TSL_NPU_OK;

@@ -33,29 +33,22 @@ static tsl_vf unary_vec(int32_t kind, tsl_vf x) {
     }
 }
 
-static void unary_rows(void* arg, uint32_t worker, uint32_t n_workers) {
-    const tsl_npu_op_ctx* c = (const tsl_npu_op_ctx*)arg;
+static void unary_row(const tsl_npu_op_ctx* c, int64_t i1, int64_t i2, int64_t i3) {
     const tsl_npu_view* a = &c->src[0];
     const tsl_npu_view* d = &c->dst[0];
     const int32_t kind = c->op->params[0];
     const int64_t n0 = d->ne[0];
-    int64_t begin, end;
-    tsl_npu_split(tsl_npu_n_rows(d), worker, n_workers, &begin, &end);
-    for (int64_t r = begin; r < end; ++r) {
-        int64_t i1, i2, i3;
-        tsl_npu_row_coords(d, r, &i1, &i2, &i3);
-        const uint8_t* pa = tsl_npu_elem(a, 0, i1, i2, i3);
-        uint8_t* pd = tsl_npu_elem(d, 0, i1, i2, i3);
-        for (int64_t i0 = 0; i0 < n0; i0 += TSL_VF_LANES) {
-            const int n = tsl_npu_chunk(n0, i0);
-            tsl_npu_row_store(d, pd, i0, n, unary_vec(kind, tsl_npu_row_load(a, pa, i0, n, 0.0f)));
-        }
+    const uint8_t* pa = tsl_npu_elem(a, 0, i1, i2, i3);
+    uint8_t* pd = tsl_npu_elem(d, 0, i1, i2, i3);
+    for (int64_t i0 = 0; i0 < n0; i0 += TSL_VF_LANES) {
+        const int n = tsl_npu_chunk(n0, i0);
+        tsl_npu_row_store(d, pd, i0, n, unary_vec(kind, tsl_npu_row_load(a, pa, i0, n, 0.0f)));
     }
 }
 
 int32_t tsl_npu_unary_run(tsl_npu_op_ctx* c) {
     const int64_t n = tsl_npu_n_elements(&c->dst[0]);
-    tsl_npu_ops_parallel(c, n, unary_rows, c);
+    tsl_npu_for_rows(c, n, unary_row);
     c->bytes = (uint64_t)n * (tsl_npu_type_bytes(c->src[0].type) + tsl_npu_type_bytes(c->dst[0].type));
     return TSL_NPU_OK;
 }

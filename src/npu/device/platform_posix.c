@@ -80,10 +80,18 @@ static void* posix_scratch(void* ctx, uint64_t* bytes) {
     return pool->scratch;
 }
 
-/* The DMA stand-in copies at once: there is no engine to overlap with. */
-static void posix_dma_copy(void* ctx, void* dst, const void* src, uint64_t bytes) {
+/* The DMA stand-in. Host memory is as near as the scratchpad, so by default the transfer is a
+ * prefetch of every cache line of the block (issued now, overlapping the worker's current compute)
+ * and the kernel reads in place. With TSL_NPU_DMA_COPY it copies at once (a memcpy: there is no
+ * engine to overlap with), which is what a copying platform costs here. */
+static const void* posix_dma_start(void* ctx, void* dst, const void* src, uint64_t bytes, uint32_t flags) {
     (void)ctx;
-    memcpy(dst, src, (size_t)bytes);
+    if (flags & TSL_NPU_DMA_COPY) {
+        memcpy(dst, src, (size_t)bytes);
+        return dst;
+    }
+    for (uint64_t i = 0; i < bytes; i += 64) __builtin_prefetch((const char*)src + i, 0, 3);
+    return src;
 }
 
 static void posix_dma_wait(void* ctx) { (void)ctx; }
@@ -196,7 +204,7 @@ int32_t tsl_npu_posix_platform_create(uint32_t n_threads, uint64_t vtcm_bytes, t
     out->parallel = posix_parallel;
     out->idle = posix_idle;
     out->scratch = posix_scratch;
-    out->dma_copy = posix_dma_copy;
+    out->dma_start = posix_dma_start;
     out->dma_wait = posix_dma_wait;
     out->n_threads = n_threads;
     out->isa = posix_isa();

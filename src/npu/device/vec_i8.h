@@ -138,4 +138,22 @@ static inline void tsl_npu_quantize_q8_row(const float* x, int64_t k, int8_t* q,
     for (int64_t b = 0; b < k / 32; ++b) d[b] = tsl_npu_half_to_float(tsl_npu_quantize_q8_block(x + 32 * b, q + 32 * b, &sums[b]));
 }
 
+/* The float side of a quantized block product, 16 rows at once: for i < 16,
+ *   term = d[i] * (dx * (float)(s[i] - off)); acc[i] += m ? term + m[i] * msx : term
+ * (each operation rounded once, in this order, in both implementations). */
+static inline void tsl_vi32_scale_acc(float* acc, tsl_vi32 s, int32_t off, float dx, const float* d, const float* m,
+                                      float msx) {
+#ifdef TSL_VI8_AVX512
+    const __m512 dot = _mm512_mul_ps(_mm512_set1_ps(dx), _mm512_cvtepi32_ps(_mm512_sub_epi32(s, _mm512_set1_epi32(off))));
+    __m512 term = _mm512_mul_ps(_mm512_loadu_ps(d), dot);
+    if (m) term = _mm512_add_ps(term, _mm512_mul_ps(_mm512_loadu_ps(m), _mm512_set1_ps(msx)));
+    _mm512_storeu_ps(acc, _mm512_add_ps(_mm512_loadu_ps(acc), term));
+#else
+    for (int i = 0; i < TSL_VI32_LANES; ++i) {
+        const float term = d[i] * (dx * (float)(s.v[i] - off));
+        acc[i] += m ? term + m[i] * msx : term;
+    }
+#endif
+}
+
 #endif /* TESSEL_NPU_DEVICE_VEC_I8_H */

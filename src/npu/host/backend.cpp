@@ -77,7 +77,8 @@ void NpuBackend::graph_compute(const std::vector<Tensor*>& nodes, uint64_t graph
     if (graph_uid != 0) {
         for (auto it = cache_.begin(); it != cache_.end(); ++it) {
             if (it->uid != graph_uid) continue;
-            for (const OpBatch& b : it->batches) session_.submit(b);
+            for (size_t b = 0; b + 1 < it->batches.size(); ++b) session_.submit(it->batches[b]);
+            if (!it->batches.empty()) batch_ = it->batches.back();  // left open, like a translated call's
             ++cache_hits_;
             if (session_.config().verbose)
                 std::fprintf(stderr, "npu: %s graph %llu from the translation cache (%zu batches)\n", session_.name().c_str(),
@@ -105,7 +106,7 @@ void NpuBackend::graph_compute(const std::vector<Tensor*>& nodes, uint64_t graph
             if (verbose)
                 std::fprintf(stderr, "npu: %s op %u %s %s\n", session_.name().c_str(), idx, op_name(node->op), describe(*node).c_str());
         }
-        flush();
+        if (recording_ && !batch_.empty()) recording_->push_back(batch_);  // recorded now, sent by the next flush
     } catch (...) {
         recording_ = nullptr;
         batch_.reset();

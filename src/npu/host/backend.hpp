@@ -35,7 +35,9 @@ public:
     Device& device() override;
     /// Translates and queues `nodes` (views and leaves skipped); returns without waiting. With a
     /// graph_uid seen among the last kCachedGraphs calls, sends that call's batches again instead
-    /// of translating. Throws tessel::Error(Device) when the session has failed,
+    /// of translating. The last batch stays open (unsent) until the next event_record, synchronize
+    /// or graph_compute, so the FENCE of the event recorded after a split travels in the split's
+    /// last batch instead of a batch of its own. Throws tessel::Error(Device) when the session has failed,
     /// Error(Unsupported) for a node the device does not implement, Error(InvalidArgument) for an
     /// operand outside NPU memory.
     void graph_compute(const std::vector<Tensor*>& nodes, uint64_t graph_uid = 0) override;

@@ -44,6 +44,16 @@ bool flag(const char* name) {
     bad(name, s, "0 or 1");
 }
 
+uint32_t dma_mode() {
+    const char* v = env("TESSEL_NPU_DMA");
+    if (!v) return 1;
+    const std::string s(v);
+    if (s == "0") return 0;
+    if (s == "1") return 1;
+    if (s == "copy") return 2;
+    bad("TESSEL_NPU_DMA", s, "0, 1 or copy");
+}
+
 uint32_t device_count() {
     const char* v = env("TESSEL_NPU_DEVICES");
     if (!v) return 1;
@@ -129,7 +139,7 @@ Config config_from_env() {
     c.vtcm_bytes = number("TESSEL_NPU_VTCM", 64ull << 10, 1ull << 30, c.vtcm_bytes);
     c.matrix = !env("TESSEL_NPU_MATRIX") || flag("TESSEL_NPU_MATRIX");
     c.mm_select = mm_select();
-    c.dma = !env("TESSEL_NPU_DMA") || flag("TESSEL_NPU_DMA");
+    c.dma = dma_mode();
     c.fault = fault_mode();
     if (const char* v = env("TESSEL_NPU_DEVICE_EXE")) c.device_exe = v;
     else c.device_exe = self_exe();

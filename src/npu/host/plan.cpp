@@ -18,7 +18,7 @@ uint64_t matmul_scratch(const Tensor& t, const DeviceBudget& b, uint32_t kernel)
     const Tensor& x = *t.src[1];
     const uint32_t tile = tsl_npu_tile_bytes(static_cast<uint32_t>(w.type));
     const int64_t experts = t.op == Op::MUL_MAT_ID ? w.ne[2] : 0;
-    return tsl_npu_matmul_scratch(kernel, b.dma ? 1u : 0u, tile, w.ne[0], x.n_rows(), experts, b.n_threads);
+    return tsl_npu_matmul_scratch(kernel, b.dma, tile, w.ne[0], x.n_rows(), experts, b.n_threads);
 }
 
 bool fits(uint64_t scratch, const DeviceBudget& b) { return scratch <= std::min<uint64_t>(b.vtcm_bytes, UINT32_MAX); }

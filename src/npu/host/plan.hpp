@@ -18,7 +18,7 @@ struct DeviceBudget {
     uint32_t n_threads = 1;   ///< device worker threads (hwinfo.n_threads, or TESSEL_NPU_THREADS)
     uint32_t mm_kernels = 0;  ///< allowed matmul kernels, bits 1 << tsl_npu_mm_kernel (TESSEL_NPU_MM_SELECT; 0: all)
     bool matrix_unit = false; ///< hwinfo.matrix_unit, unless TESSEL_NPU_MATRIX=0
-    bool dma = true;          ///< stream weight tiles through VTCM (TESSEL_NPU_DMA)
+    uint32_t dma = 1;         ///< weight tiles: 0 in place, 1 streamed, 2 streamed as copies (TESSEL_NPU_DMA)
 };
 
 /// The budget a device reports in its hwinfo (every matmul kernel allowed, DMA on).

@@ -138,7 +138,7 @@ bool mul_mat_id_ok(const Tensor& t) {
 }
 
 tsl_npu_matmul_kparams matmul_kparams(const Tensor& t, const DeviceBudget& budget) {
-    return tsl_npu_matmul_kparams{plan_matmul_kernel(t, budget), budget.dma ? 1u : 0u};
+    return tsl_npu_matmul_kparams{plan_matmul_kernel(t, budget), budget.dma};
 }
 
 bool set_rows_ok(const Tensor& t) {

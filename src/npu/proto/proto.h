@@ -211,7 +211,8 @@ enum tsl_npu_mm_kernel {
 /* Kernel parameters of MUL_MAT and MUL_MAT_ID (at TSL_NPU_KPARAMS_BODY of the op's kparams). */
 typedef struct tsl_npu_matmul_kparams {
     uint32_t kernel; /* enum tsl_npu_mm_kernel */
-    uint32_t dma;    /* TILED: 1 streams each row tile's K tiles into VTCM (double-buffered), 0 reads in place */
+    uint32_t dma;    /* TILED: 0 reads tiles in place; 1 streams each row tile's K tiles through the platform's DMA
+                        stand-in (double-buffered; a platform may prefetch and read in place); 2 the same as copies */
 } tsl_npu_matmul_kparams;
 
 /* Activation columns a matmul kernel computes per pass over a row tile (its accumulators). */
