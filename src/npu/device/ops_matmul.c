@@ -179,7 +179,6 @@ static void tiled_work(void* arg, uint32_t worker, uint32_t n_workers) {
     uint8_t* bufs[2] = {mine + TSL_NPU_MM_COLS * 32u * 4u, mine + TSL_NPU_MM_COLS * 32u * 4u + buf_bytes};
     const int dma = j->kp.dma && p->dma_copy && p->dma_wait;
     const int amx = j->kp.kernel == TSL_NPU_MM_MATRIX;
-    uint8_t* panel = mine + j->panel_offset;
     uint64_t reshape_ns = 0;
 #if defined(__x86_64__) || defined(__i386__)
     if (amx) tsl_npu_mm_amx_begin();
@@ -215,6 +214,7 @@ static void tiled_work(void* arg, uint32_t worker, uint32_t n_workers) {
 #if defined(__x86_64__) || defined(__i386__)
         if (amx) {
             const uint64_t t0 = p->now_ns(p->ctx);
+            uint8_t* panel = mine + j->panel_offset;
             tsl_npu_mm_amx_reshape(j->w->type, j->tile_bytes, j->n_kt, tiles, panel);
             reshape_ns += p->now_ns(p->ctx) - t0;
             tiles = panel;
