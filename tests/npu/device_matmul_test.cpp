@@ -2,22 +2,28 @@
 // (ops_matmul.h): the Q8 quantizer bit-exact against tessel's Q8_0 reference quantizer
 // (quant::quantize_row), the vector dot products against the scalar int8 dot, and the kernel (plain
 // C, and AVX-512 VNNI where the CPU has it) against a double-precision sum over the reference
-// dequantization of the weights (quant::dequantize_row) and of the Q8 activations; the flat
-// kernel's F16 widening (exact) and F32 dot product against double.
+// dequantization of the weights (quant::dequantize_row) and of the Q8 activations; the matrix-unit
+// kernel (AMX, where the CPU has it) the same way, after its reshape (checked byte by byte against
+// the tile accessors); the flat kernel's F16 widening (exact) and F32 dot product against double.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "core/cpu_features.hpp"
 #include "npu/host/tiled.hpp"
 #include "quant/blocks.hpp"
 #include "quant/quant.hpp"
 
 extern "C" {
+#include "npu/device/device.h"
 #include "npu/device/ops_matmul.h"
+#include "npu/device/platform_posix.h"
 #include "npu/device/vec_i8.h"
 #include "npu/proto/proto.h"
 }
@@ -99,9 +105,28 @@ bool has_avx512vnni() {
 #endif
 }
 
-/// One row tile (32 rows, N = 27 so 5 are padding) of K = 96 against 5 activation columns.
-void check_tile_kernel(DType type, void (*kernel)(const tsl_npu_mm_tile_args*)) {
-    constexpr int64_t K = 96, N = 27, M = 5;
+bool has_amx_int8() {
+    const CpuFeatures& f = cpu_features();
+    return f.amx_tile && f.amx_int8 && f.avx512f && f.avx512bw && f.avx512vnni;
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+/// The matrix-unit kernel behind the vector kernel's interface: reshape the row tile, then run.
+void amx_kernel(const tsl_npu_mm_tile_args* a) {
+    std::vector<uint8_t> panel(static_cast<size_t>(a->n_kt) * TSL_NPU_MM_MATRIX_TILE_BYTES);
+    tsl_npu_mm_amx_reshape(a->type, a->tile_bytes, a->n_kt, a->tiles, panel.data());
+    tsl_npu_mm_tile_args b = *a;
+    b.tiles = panel.data();
+    tsl_npu_mm_amx_begin();
+    tsl_npu_mm_tile_cols_amx(&b);
+    tsl_npu_mm_amx_end();
+}
+#endif
+
+/// One row tile (32 rows, N = 27 so 5 are padding) of K = 96 against M activation columns (rows
+/// of one buffer, evenly spaced; `reversed`: handed to the kernel last row first).
+void check_tile_kernel(DType type, void (*kernel)(const tsl_npu_mm_tile_args*), int64_t M = 5, bool reversed = false) {
+    constexpr int64_t K = 96, N = 27;
     const npu::tiled::Shape ne{K, N, 1, 1};
     const std::vector<float> wf = random_floats(static_cast<size_t>(K * N), 11);
     std::vector<uint8_t> gguf(dtype_row_bytes(type, K) * N);
@@ -118,17 +143,18 @@ void check_tile_kernel(DType type, void (*kernel)(const tsl_npu_mm_tile_args*)) 
         uint8_t* row = act.data() + m * row_bytes;
         tsl_npu_quantize_q8_row(&xf[static_cast<size_t>(m * K)], K, reinterpret_cast<int8_t*>(row),
                                 reinterpret_cast<float*>(row + q_bytes), reinterpret_cast<int32_t*>(row + q_bytes + s_bytes));
-        cols[static_cast<size_t>(m)] = row;
+        cols[static_cast<size_t>(reversed ? M - 1 - m : m)] = row;
     }
     std::vector<float> acc(32 * M, -1.0f);
     const tsl_npu_mm_tile_args a{static_cast<uint32_t>(type), tsl_npu_tile_bytes(static_cast<uint32_t>(type)), K / 32,
-                                 tiles.data(), M, cols.data(), q_bytes, s_bytes, acc.data()};
+                                 tiles.data(), static_cast<uint32_t>(M), cols.data(), q_bytes, s_bytes, acc.data()};
     kernel(&a);
 
     // reference: the dequantized weights . the dequantized Q8 activations, in double
     std::vector<float> w(static_cast<size_t>(K * N));
     quant::dequantize_row(type, gguf.data(), w.data(), K * N);
-    for (int64_t m = 0; m < M; ++m) {
+    for (int64_t col = 0; col < M; ++col) {
+        const int64_t m = reversed ? M - 1 - col : col;  // the activation row of kernel column col
         std::vector<quant::block_q8_0> xq(K / 32);
         quant::quantize_row(DType::Q8_0, &xf[static_cast<size_t>(m * K)], xq.data(), K);
         std::vector<float> x(K);
@@ -140,7 +166,7 @@ void check_tile_kernel(DType type, void (*kernel)(const tsl_npu_mm_tile_args*)) 
                 mag += std::fabs(static_cast<double>(w[n * K + i]) * x[i]);
             }
             // float sums over 3 blocks: a few ulps of the magnitude
-            EXPECT_NEAR(acc[m * 32 + n], want, 1e-6 * mag + 1e-30) << dtype_name(type) << " row " << n << " col " << m;
+            EXPECT_NEAR(acc[col * 32 + n], want, 1e-6 * mag + 1e-30) << dtype_name(type) << " row " << n << " col " << col;
         }
     }
 }
@@ -153,6 +179,67 @@ TEST(NpuDeviceMatmul, TileKernelMatchesTheReferenceDot) {
         if (has_avx512vnni()) check_tile_kernel(t, tsl_npu_mm_tile_cols_avx512vnni);
 #endif
     }
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+/// The matrix unit's reshape of two tiles: each signed value (tsl_npu_tile_value) at its B-tile
+/// byte, the row scales and mins as tsl_npu_tile_scales gives them.
+void check_reshape() {
+    constexpr int64_t K = 64, N = 32;
+    const npu::tiled::Shape ne{K, N, 1, 1};
+    for (DType type : {DType::Q4_0, DType::Q4_1, DType::Q8_0, DType::IQ4_NL, DType::MXFP4}) {
+        const std::vector<float> wf = random_floats(static_cast<size_t>(K * N), 31);
+        std::vector<uint8_t> gguf(dtype_row_bytes(type, K) * N);
+        quant::quantize_rows(type, wf.data(), gguf.data(), N, K);
+        std::vector<uint8_t> tiles(npu::tiled::tiled_size(type, ne));
+        npu::tiled::repack(type, ne, gguf.data(), tiles.data());
+        const uint32_t tb = tsl_npu_tile_bytes(static_cast<uint32_t>(type));
+        std::vector<uint8_t> panel(2 * TSL_NPU_MM_MATRIX_TILE_BYTES);
+        tsl_npu_mm_amx_reshape(static_cast<uint32_t>(type), tb, 2, tiles.data(), panel.data());
+        for (int kt = 0; kt < 2; ++kt) {
+            const uint8_t* tile = tiles.data() + kt * tb;
+            const uint8_t* o = panel.data() + kt * TSL_NPU_MM_MATRIX_TILE_BYTES;
+            for (int r = 0; r < 32; ++r)
+                for (int j = 0; j < 32; ++j)
+                    ASSERT_EQ(static_cast<int8_t>(o[(r / 16) * 512 + (j / 4) * 64 + 4 * (r % 16) + j % 4]),
+                              tsl_npu_tile_value(static_cast<uint32_t>(type), tile, r, j))
+                        << dtype_name(type) << " tile " << kt << " row " << r << " element " << j;
+            float d[32], m[32], got_d[32], got_m[32];
+            tsl_npu_tile_scales(static_cast<uint32_t>(type), tile, d, m);
+            std::memcpy(got_d, o + 1024, sizeof got_d);
+            std::memcpy(got_m, o + 1152, sizeof got_m);
+            EXPECT_EQ(std::memcmp(got_d, d, sizeof d), 0) << dtype_name(type);
+            EXPECT_EQ(std::memcmp(got_m, m, sizeof m), 0) << dtype_name(type);
+        }
+    }
+}
+#endif
+
+TEST(NpuDeviceMatmul, MatrixUnitKernelMatchesTheReferenceDotOrIsNotOffered) {
+    tsl_npu_platform platform{};
+    ASSERT_EQ(tsl_npu_posix_platform_create(1, 0, &platform), TSL_NPU_OK);
+    const bool amx = (platform.isa & TSL_NPU_ISA_AMX_INT8) != 0;
+    auto device = std::make_unique<tsl_npu_device>();
+    ASSERT_EQ(tsl_npu_device_init(device.get(), &platform), TSL_NPU_OK);
+    tsl_npu_hwinfo hw;
+    tsl_npu_device_hwinfo(device.get(), &hw);
+    tsl_npu_posix_platform_destroy(&platform);
+    // the platform's answer agrees with tessel's own cpuid reading (core/cpu_features), and the
+    // device offers a matrix unit exactly then (without one the host never plans MATRIX:
+    // plan_matmul_test.cpp)
+    EXPECT_EQ(amx, has_amx_int8());
+    EXPECT_EQ(hw.matrix_unit, amx ? 1u : 0u);
+#if defined(__x86_64__) || defined(__i386__)
+    if (!amx) return;
+    check_reshape();
+    // M = 5: one gathered tail group; 37: two full groups loaded in place and a tail; reversed:
+    // full groups gathered
+    for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q8_0, DType::IQ4_NL, DType::MXFP4})
+        for (auto [m, reversed] : {std::pair<int64_t, bool>{5, false}, {37, false}, {37, true}}) {
+            SCOPED_TRACE(std::string(dtype_name(t)) + " M=" + std::to_string(m) + (reversed ? " reversed" : ""));
+            check_tile_kernel(t, amx_kernel, m, reversed);
+        }
+#endif
 }
 
 TEST(NpuDeviceMatmul, FlatPiecesWidenExactlyAndDotWithinFloatRounding) {

@@ -1,10 +1,12 @@
-// The host's matmul plan (plan.hpp): the kernel chain (tiled weights -> TILED, plain F16/F32 ->
-// FLAT, restricted by TESSEL_NPU_MM_SELECT) and the VTCM each kernel states, worked out by hand
+// The host's matmul plan (plan.hpp): the kernel chain (tiled weights -> MATRIX from
+// kMatrixMinColumns columns on a device with a matrix unit, else TILED; plain F16/F32 -> FLAT;
+// restricted by TESSEL_NPU_MM_SELECT) and the VTCM each kernel states, worked out by hand
 // from tsl_npu_matmul_scratch's rule (proto.h), and the node declined once the VTCM is one byte short.
 #include <gtest/gtest.h>
 
 #include "backend/weights.hpp"
 #include "graph/builder.hpp"
+#include "graph/builder_attn.hpp"
 #include "npu/host/buffer.hpp"
 #include "npu/host/device.hpp"
 #include "npu/host/plan.hpp"
@@ -37,6 +39,56 @@ TEST(NpuPlanMatmul, TiledWeightTakesTheTiledKernelWithItsScratch) {
     b.mm_kernels = bit(TSL_NPU_MM_FLAT) | bit(TSL_NPU_MM_MATRIX);  // tiled not allowed: declined
     EXPECT_EQ(plan_matmul_kernel(*y, b), 0u);
     EXPECT_FALSE(plan_fits(*y, b));
+}
+
+TEST(NpuPlanMatmul, MatrixUnitTakesTiledWeightsFromTheColumnThresholdWithItsScratch) {
+    NpuDevice dev(0, Config{});
+    Graph g;
+    Tensor* w = g.new_tensor(DType::Q8_0, {256, 40}, "w");
+    Tensor* x_small = g.new_tensor(DType::F32, {256, kMatrixMinColumns - 1}, "x_small");
+    Tensor* x_big = g.new_tensor(DType::F32, {256, kMatrixMinColumns}, "x_big");
+    Tensor* y_small = build::mul_mat(g, w, x_small);
+    Tensor* y_big = build::mul_mat(g, w, x_big);
+    auto weights = allocate_weights(dev.buffer_type(), {w});
+    DeviceBudget b{1u << 20, 2};
+    b.matrix_unit = true;
+    EXPECT_EQ(plan_matmul_kernel(*y_small, b), uint32_t{TSL_NPU_MM_TILED});
+    EXPECT_EQ(plan_matmul_kernel(*y_big, b), uint32_t{TSL_NPU_MM_MATRIX});
+    // the tiled kernel's scratch (M rows of 384 B of Q8; per worker 8192 B of accumulators and two
+    // buffers of 8 tiles x 1088 B) plus per worker 8 reshaped tiles of 1280 B and 64 B of counters
+    const uint64_t tiled = kMatrixMinColumns * 384 + 2 * (8192 + 2 * 8704);
+    EXPECT_EQ(plan_scratch(*y_big, b), tiled + 2 * (8 * 1280 + 64));
+    // one byte short of the matrix unit's plan: the tiled kernel takes it
+    b.vtcm_bytes = tiled + 2 * (8 * 1280 + 64) - 1;
+    EXPECT_EQ(plan_matmul_kernel(*y_big, b), uint32_t{TSL_NPU_MM_TILED});
+    b.vtcm_bytes = 1u << 20;
+    b.matrix_unit = false;  // no matrix unit (or TESSEL_NPU_MATRIX=0)
+    EXPECT_EQ(plan_matmul_kernel(*y_big, b), uint32_t{TSL_NPU_MM_TILED});
+    b.matrix_unit = true;
+    b.mm_kernels = bit(TSL_NPU_MM_TILED);  // matrix not selected
+    EXPECT_EQ(plan_matmul_kernel(*y_big, b), uint32_t{TSL_NPU_MM_TILED});
+    b.mm_kernels = bit(TSL_NPU_MM_MATRIX);  // matrix only: below the threshold the node is declined
+    EXPECT_EQ(plan_matmul_kernel(*y_big, b), uint32_t{TSL_NPU_MM_MATRIX});
+    EXPECT_EQ(plan_matmul_kernel(*y_small, b), 0u);
+}
+
+TEST(NpuPlanMatmul, MatrixUnitCountsRoutedColumnsPerExpert) {
+    NpuDevice dev(0, Config{});
+    Graph g;
+    Tensor* w = g.new_tensor(DType::Q4_0, {64, 40, 4}, "experts");
+    // 4 experts; ids [2, T]: 2T routed columns, 2T / 4 per expert
+    auto node = [&](int64_t tokens) {
+        Tensor* x = g.new_tensor(DType::F32, {64, 2, tokens}, "x");
+        Tensor* ids = g.new_tensor(DType::I32, {2, tokens}, "ids");
+        return build::mul_mat_id(g, w, x, ids);
+    };
+    Tensor* below = node(2 * kMatrixMinColumns - 1);
+    Tensor* at = node(2 * kMatrixMinColumns);
+    auto weights = allocate_weights(dev.buffer_type(), {w});
+    DeviceBudget b{1u << 20, 2};
+    b.matrix_unit = true;
+    EXPECT_EQ(plan_matmul_kernel(*below, b), uint32_t{TSL_NPU_MM_TILED});
+    EXPECT_EQ(plan_matmul_kernel(*at, b), uint32_t{TSL_NPU_MM_MATRIX});
 }
 
 TEST(NpuPlanMatmul, PlainHalfWeightTakesTheFlatKernel) {

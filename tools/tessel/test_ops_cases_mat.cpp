@@ -84,6 +84,12 @@ void add_matmul_cases(std::vector<Case>& out) {
             return build::mul_mat(m.g(), m.weight(t, {K, 67}), m.input(DType::F32, {K, 19}));
         }, false, kMatNmse));
     }
+    // a prompt-sized batch: more than one 64-column pass, a ragged last 16-column group
+    for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q8_0, DType::IQ4_NL, DType::MXFP4}) {
+        out.push_back(make(Op::MUL_MAT, "M=70", [t](Maker& m) {
+            return build::mul_mat(m.g(), m.weight(t, {256, 45}), m.input(DType::F32, {256, 70}));
+        }, true, kMatNmse));
+    }
     // attention-style products: permuted K and Q, GQA broadcast over heads
     out.push_back(make(Op::MUL_MAT, "kq-permuted", [](Maker& m) {
         return build::mul_mat(m.g(), m.input_p(DType::F16, {64, 19, 2}), m.input_p(DType::F32, {64, 7, 8}));
@@ -125,6 +131,10 @@ void add_matmul_cases(std::vector<Case>& out) {
                                      m.ids(DType::I32, {2, 24}, 4, true));
         }, false, kMatNmse));
     }
+    out.push_back(make(Op::MUL_MAT_ID, "T=40", [](Maker& m) {  // ~20 routed columns per expert
+        return build::mul_mat_id(m.g(), m.weight(DType::Q4_0, {128, 35, 4}), m.input(DType::F32, {128, 2, 40}),
+                                 m.ids(DType::I32, {2, 40}, 4, true));
+    }, true, kMatNmse));
     out.push_back(make(Op::MUL_MAT_ID, "invalid ids", [](Maker& m) {
         return build::mul_mat_id(m.g(), m.weight(DType::F32, {64, 9, 4}), m.input(DType::F32, {64, 2, 6}),
                                  m.ids(DType::I32, {2, 6}, 4, true, 5));

@@ -24,7 +24,7 @@ void tsl_npu_device_hwinfo(const tsl_npu_device* d, tsl_npu_hwinfo* out) {
     out->proto_version = TSL_NPU_PROTO_VERSION;
     out->n_threads = d->platform.n_threads;
     out->vtcm_bytes = d->vtcm.size;
-    out->matrix_unit = 0;
+    out->matrix_unit = (d->platform.isa & TSL_NPU_ISA_AMX_INT8) ? 1u : 0u;
     out->max_bufs = TSL_NPU_DEVICE_MAX_MAPPINGS;
     _Static_assert(sizeof k_device_name <= sizeof out->name, "device name fits hwinfo.name");
     __builtin_memcpy(out->name, k_device_name, sizeof k_device_name);
@@ -120,6 +120,7 @@ static int32_t run_ops(tsl_npu_device* d, const tsl_npu_batch* b, tsl_npu_batch_
         prof->cycles = p->cycles(p->ctx) - cycles0;
         prof->stop_ns = p->now_ns(p->ctx);
         prof->counters[0] = c.bytes;
+        prof->counters[1] = c.reshape_ns;
         if (status != TSL_NPU_OK) {
             rsp->err_op = i;
             return status;

@@ -54,7 +54,7 @@ typedef struct tsl_npu_platform {
     const void* (*dma_start)(void* ctx, void* dst, const void* src, uint64_t bytes, uint32_t flags);
     void (*dma_wait)(void* ctx);
     uint32_t n_threads;
-    uint32_t isa; /* TSL_NPU_ISA_* bits: vector extensions the device's kernels may use */
+    uint32_t isa; /* TSL_NPU_ISA_* bits: vector and matrix extensions the device's kernels may use */
 } tsl_npu_platform;
 
 /* dma_start flags: land the bytes in dst even where the platform could read them in place. */
@@ -62,6 +62,8 @@ typedef struct tsl_npu_platform {
 
 /* tsl_npu_platform.isa bits (host CPUs acting as the virtual NPU's vector unit). */
 #define TSL_NPU_ISA_AVX512VNNI 0x1u /* AVX-512 F + BW + VNNI: the _avx512 matmul kernel */
+#define TSL_NPU_ISA_AMX_INT8 0x2u   /* AMX tiles + INT8 with the OS's tile-data permission, and AVX-512
+                                       VNNI: the matrix unit (the _amx matmul kernel) */
 
 typedef struct tsl_npu_mapping {
     int32_t host_fd; /* the host's fd: the name buffers have in batches; -1 = free entry */

@@ -33,6 +33,8 @@ typedef struct tsl_npu_op_ctx {
     tsl_npu_view src[TSL_NPU_MAX_SRC];
     tsl_npu_view dst[TSL_NPU_MAX_DST];
     uint64_t bytes; /* set by run: bytes read plus bytes written (profile counter 0) */
+    uint64_t reshape_ns; /* set by run: ns its workers spent reshaping weights into a unit's operand
+                            layout, summed over workers (profile counter 1; 0 when none) */
 } tsl_npu_op_ctx;
 
 /* An opcode's implementation. check looks at types and shapes only (returns TSL_NPU_OK,

@@ -17,6 +17,10 @@
  *    tile (its K tiles) into one of its two VTCM buffers through the platform's DMA stand-in while
  *    computing the current one from the other (dma 2: as copies even where the platform would
  *    prefetch and read in place); without, tiles are read in place.
+ *  - MATRIX: as TILED, on the matrix unit (ops_matmul_tile_amx.c; only where the platform's isa
+ *    has TSL_NPU_ISA_AMX_INT8, else the check refuses it): per item, after the DMA stand-in, the
+ *    worker reshapes the row tile's K tiles into AMX B tiles in its VTCM panel (the time it takes
+ *    is summed into the op's reshape_ns, profile counter 1), then every pass of columns reads them.
  *  - FLAT: a plain F16/F32 weight (rows contiguous: nb[0] = element size). Items as above; each
  *    F16 weight row is widened to F32 in the worker's VTCM row buffer (F32 rows are read in
  *    place) and dotted with the columns' F32 rows in float (16 partial sums).
@@ -38,6 +42,7 @@ typedef struct mm_job {
     uint64_t act_row_bytes, q_bytes, s_bytes;
     uint8_t* worker_base;
     uint64_t worker_bytes;
+    uint64_t panel_offset; /* MATRIX: the reshaped panel in a worker's area, then its 64-byte counters */
     const int32_t* expert_count; /* MUL_MAT_ID: columns routed to each expert */
     void (*tile_fn)(const tsl_npu_mm_tile_args*);
     tsl_npu_mm_widen_fn widen_fn;
@@ -51,7 +56,8 @@ static int32_t kernel_of(const tsl_npu_op_ctx* c, tsl_npu_matmul_kparams* kp) {
     const tsl_npu_view* w = &c->src[0];
     if (w->flags & TSL_NPU_TENSOR_REPACKED) {
         const uint32_t tb = tsl_npu_tile_bytes(w->type);
-        if (kp->kernel != TSL_NPU_MM_TILED || tb == 0 || w->ne[0] % 32 != 0 || kp->dma > 2) return TSL_NPU_ERR_BAD_TYPE;
+        const int matrix_ok = kp->kernel == TSL_NPU_MM_MATRIX && (c->platform->isa & TSL_NPU_ISA_AMX_INT8);
+        if ((kp->kernel != TSL_NPU_MM_TILED && !matrix_ok) || tb == 0 || w->ne[0] % 32 != 0 || kp->dma > 2) return TSL_NPU_ERR_BAD_TYPE;
         const uint64_t tiles = (uint64_t)((w->ne[1] + 31) / 32) * (uint64_t)(w->ne[0] / 32) * (uint64_t)w->ne[2] *
                                (uint64_t)w->ne[3];
         return tiles > w->size / tb ? TSL_NPU_ERR_BAD_DESC : TSL_NPU_OK;
@@ -142,6 +148,12 @@ static void store_cols(const mm_job* j, int64_t rt, uint32_t n_cols, uint8_t* co
 
 /* ---- TILED ------------------------------------------------------------------------------- */
 
+/* MATRIX: worker w's reshape time (ns), after its panel. */
+static uint64_t* reshape_slot(const mm_job* j, uint32_t w) {
+    return (uint64_t*)(j->worker_base + (uint64_t)w * j->worker_bytes + j->panel_offset +
+                       (uint64_t)j->n_kt * TSL_NPU_MM_MATRIX_TILE_BYTES);
+}
+
 static const uint8_t* item_tiles(const mm_job* j, int64_t rt, int64_t matrix) {
     return j->w->data + (uint64_t)((matrix * j->n_rt + rt) * j->n_kt) * j->tile_bytes;
 }
@@ -169,6 +181,11 @@ static void tiled_work(void* arg, uint32_t worker, uint32_t n_workers) {
     const int dma = j->kp.dma && p->dma_start && p->dma_wait;
     const uint32_t dma_flags = j->kp.dma == 2 ? TSL_NPU_DMA_COPY : 0u;
     const uint8_t* staged[2] = {0, 0}; /* where each buffer's transfer lands */
+    const int amx = j->kp.kernel == TSL_NPU_MM_MATRIX;
+    uint64_t reshape_ns = 0;
+#if defined(__x86_64__) || defined(__i386__)
+    if (amx) tsl_npu_mm_amx_begin();
+#endif
     int64_t begin, end;
     tsl_npu_split(j->n_items, worker, n_workers, &begin, &end);
     int64_t item = begin;
@@ -198,6 +215,15 @@ static void tiled_work(void* arg, uint32_t worker, uint32_t n_workers) {
             tiles = staged[cur];
             cur ^= 1;
         }
+#if defined(__x86_64__) || defined(__i386__)
+        if (amx) {
+            const uint64_t t0 = p->now_ns(p->ctx);
+            uint8_t* panel = mine + j->panel_offset;
+            tsl_npu_mm_amx_reshape(j->w->type, j->tile_bytes, j->n_kt, tiles, panel);
+            reshape_ns += p->now_ns(p->ctx) - t0;
+            tiles = panel;
+        }
+#endif
         int64_t cursor = 0;
         uint32_t n_cols;
         while ((n_cols = next_cols(j, rt, matrix, i2, i3, &cursor, rows, outs)) > 0) {
@@ -209,6 +235,10 @@ static void tiled_work(void* arg, uint32_t worker, uint32_t n_workers) {
         }
         item = next;
     }
+#if defined(__x86_64__) || defined(__i386__)
+    if (amx) tsl_npu_mm_amx_end();
+#endif
+    if (amx) *reshape_slot(j, worker) = reshape_ns;
 }
 
 /* ---- FLAT -------------------------------------------------------------------------------- */
@@ -273,7 +303,7 @@ static int32_t mm_run(tsl_npu_op_ctx* c, int is_id) {
     j.r3 = j.x->ne[3] / j.w->ne[3];
     j.n_items = j.n_rt * (is_id ? j.w->ne[2] : j.x->ne[2] * j.x->ne[3]);
     const uint32_t workers = c->platform->n_threads ? c->platform->n_threads : 1u;
-    const int tiled = j.kp.kernel == TSL_NPU_MM_TILED;
+    const int tiled = j.kp.kernel == TSL_NPU_MM_TILED || j.kp.kernel == TSL_NPU_MM_MATRIX;
     j.tile_fn = tsl_npu_mm_tile_cols_c;
     j.widen_fn = tsl_npu_mm_widen_c;
     j.dot_fn = tsl_npu_mm_dot_c;
@@ -283,6 +313,7 @@ static int32_t mm_run(tsl_npu_op_ctx* c, int is_id) {
         j.widen_fn = tsl_npu_mm_widen_avx512vnni;
         j.dot_fn = tsl_npu_mm_dot_avx512vnni;
     }
+    if (j.kp.kernel == TSL_NPU_MM_MATRIX) j.tile_fn = tsl_npu_mm_tile_cols_amx; /* the check saw the AMX bit */
 #endif
     if (tiled) {
         j.tile_bytes = tsl_npu_tile_bytes(j.w->type);
@@ -290,7 +321,9 @@ static int32_t mm_run(tsl_npu_op_ctx* c, int is_id) {
         j.s_bytes = align64((uint64_t)j.n_kt * 4u);
         j.act_row_bytes = tsl_npu_q8_row_bytes(j.k);
         j.act = (uint8_t*)tsl_npu_vtcm_alloc(c->vtcm, (uint64_t)tsl_npu_n_rows(j.x) * j.act_row_bytes, 0);
-        j.worker_bytes = (uint64_t)TSL_NPU_MM_COLS * 32u * 4u + (j.kp.dma ? 2u * align64((uint64_t)j.n_kt * j.tile_bytes) : 0u);
+        j.panel_offset = (uint64_t)TSL_NPU_MM_COLS * 32u * 4u + (j.kp.dma ? 2u * align64((uint64_t)j.n_kt * j.tile_bytes) : 0u);
+        j.worker_bytes = j.panel_offset;
+        if (j.kp.kernel == TSL_NPU_MM_MATRIX) j.worker_bytes += (uint64_t)j.n_kt * TSL_NPU_MM_MATRIX_TILE_BYTES + 64u;
     } else {
         j.worker_bytes = align64((uint64_t)j.k * 4u);
     }
@@ -312,8 +345,12 @@ static int32_t mm_run(tsl_npu_op_ctx* c, int is_id) {
         j.expert_count = counts;
     }
     const int64_t work = j.n * tsl_npu_n_rows(j.d) * j.k; /* multiply-adds */
+    if (j.kp.kernel == TSL_NPU_MM_MATRIX) /* a small op runs on worker 0 alone */
+        for (uint32_t w = 0; w < workers; ++w) *reshape_slot(&j, w) = 0;
     if (tiled) tsl_npu_ops_parallel(c, tsl_npu_n_elements(j.x), quantize_work, &j);
     tsl_npu_ops_parallel(c, work, tiled ? tiled_work : flat_work, &j);
+    if (j.kp.kernel == TSL_NPU_MM_MATRIX)
+        for (uint32_t w = 0; w < workers; ++w) c->reshape_ns += *reshape_slot(&j, w);
     c->bytes = j.w->size + (uint64_t)tsl_npu_n_elements(j.x) * 4u + (uint64_t)tsl_npu_n_elements(j.d) * 4u;
     return TSL_NPU_OK;
 }

@@ -1,6 +1,7 @@
 /* Internal to the matmul ops (ops_matmul.c): the tiled micro-kernel's interface, built from one
  * generic source (ops_matmul_tile.inc) once in plain C (ops_matmul_tile.c, every target) and once
- * per host ISA (ops_matmul_tile_avx512vnni.c, x86 only: AVX-512 F/BW + VNNI). */
+ * per host ISA (ops_matmul_tile_avx512vnni.c, x86 only: AVX-512 F/BW + VNNI); and the matrix-unit
+ * kernel (ops_matmul_tile_amx.c, x86 only: AMX-INT8). */
 #ifndef TESSEL_NPU_DEVICE_OPS_MATMUL_H
 #define TESSEL_NPU_DEVICE_OPS_MATMUL_H
 
@@ -41,6 +42,20 @@ float tsl_npu_mm_dot_c(const float* a, const float* b, int64_t k);
 void tsl_npu_mm_tile_cols_avx512vnni(const tsl_npu_mm_tile_args* a);
 void tsl_npu_mm_widen_avx512vnni(const uint16_t* h, float* out, int64_t k);
 float tsl_npu_mm_dot_avx512vnni(const float* a, const float* b, int64_t k);
+
+/* The matrix unit (AMX-INT8; only where the platform's isa has TSL_NPU_ISA_AMX_INT8):
+ *  - begin loads the kernel's tile configuration on the calling thread, end releases the tiles;
+ *    every worker brackets its AMX calls with them.
+ *  - reshape: n_kt tiles of `type` (tile_bytes each, layout of src/npu/host/tiled.hpp) -> n_kt
+ *    reshaped tiles of TSL_NPU_MM_MATRIX_TILE_BYTES at out (64-byte aligned): the 32x32 signed
+ *    values (tsl_npu_tile_value) as two AMX B tiles, byte (h * 512 + 64 q + 4 i + t) = value of
+ *    row 16h + i, element 4q + t; then the 32 row scales and the 32 mins (tsl_npu_tile_scales).
+ *  - tile_cols_amx: as tsl_npu_mm_tile_args describes, except that `tiles` is the row tile's
+ *    reshaped panel (tile_bytes is not read). */
+void tsl_npu_mm_amx_begin(void);
+void tsl_npu_mm_amx_end(void);
+void tsl_npu_mm_amx_reshape(uint32_t type, uint32_t tile_bytes, int64_t n_kt, const uint8_t* tiles, uint8_t* out);
+void tsl_npu_mm_tile_cols_amx(const tsl_npu_mm_tile_args* a);
 #endif
 
 /* A tile's 32 row scales as floats (fp16 d, or MXFP4's E8M0 exponent halved as its

@@ -10,6 +10,9 @@
 #include <time.h>
 
 #if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <x86intrin.h>
 #endif
 
@@ -96,7 +99,27 @@ static const void* posix_dma_start(void* ctx, void* dst, const void* src, uint64
 
 static void posix_dma_wait(void* ctx) { (void)ctx; }
 
-/* Vector extensions of this CPU (and enabled by its OS) the device kernels may use. */
+#if defined(__x86_64__) || defined(__i386__)
+/* AMX tiles and INT8 usable by this process: CPUID.(7,0):EDX bits 24 (AMX-TILE) and 25
+ * (AMX-INT8), XCR0 bits 17 and 18 (tile config and tile data state enabled by the OS), and
+ * Linux's per-process permission for tile data (arch_prctl(ARCH_REQ_XCOMP_PERM = 0x1023,
+ * XFEATURE_XTILEDATA = 18), kernel 5.16+) granted. The permission holds for every thread. */
+static int posix_amx_int8(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !((d >> 24) & 1u) || !((d >> 25) & 1u)) return 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !((c >> 27) & 1u)) return 0; /* OSXSAVE: xgetbv is usable */
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    if ((lo & (3u << 17)) != (3u << 17)) return 0;
+#if defined(__x86_64__) && defined(SYS_arch_prctl)
+    return syscall(SYS_arch_prctl, 0x1023L, 18L) == 0;
+#else
+    return 0;
+#endif
+}
+#endif
+
+/* Vector and matrix extensions of this CPU (and enabled by its OS) the device kernels may use. */
 static uint32_t posix_isa(void) {
     uint32_t isa = 0;
 #if defined(__x86_64__) || defined(__i386__)
@@ -104,6 +127,7 @@ static uint32_t posix_isa(void) {
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512vnni"))
         isa |= TSL_NPU_ISA_AVX512VNNI;
+    if ((isa & TSL_NPU_ISA_AVX512VNNI) && posix_amx_int8()) isa |= TSL_NPU_ISA_AMX_INT8;
 #endif
     return isa;
 }

@@ -2,7 +2,8 @@
  * buffers mapped with mmap(MAP_SHARED) of their fd, CLOCK_MONOTONIC, the CPU's cycle counter
  * (rdtsc on x86, cntvct_el0 on aarch64, 0 elsewhere), a 1 ms nanosleep as idle, and a pool of
  * n_threads - 1 pthreads that join the calling thread in every parallel call; a synchronous
- * memcpy as the DMA stand-in; the CPU's vector extensions (cpuid, with the OS's consent) as isa. */
+ * memcpy as the DMA stand-in; the CPU's vector and matrix (AMX) extensions as isa (cpuid, with the
+ * OS's consent: for AMX, create asks Linux for the process's tile-data permission). */
 #ifndef TESSEL_NPU_PLATFORM_POSIX_H
 #define TESSEL_NPU_PLATFORM_POSIX_H
 

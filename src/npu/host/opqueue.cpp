@@ -68,9 +68,11 @@ void OpQueue::print_profile(uint64_t seq, const Slot& slot, const tsl_npu_batch_
         const tsl_npu_profile& r = profile_[i].record;
         const double us = r.stop_ns >= r.start_ns ? static_cast<double>(r.stop_ns - r.start_ns) / 1e3 : 0.0;
         const std::string& detail = i < slot.details.size() ? slot.details[i] : std::string();
-        std::fprintf(stderr, "npu-profile: %s #%llu op %zu %-10s %10.1f us %12llu cycles  %s\n", name_.c_str(),
+        // counter 1: ns the workers spent reshaping weights for a unit (summed over workers)
+        const std::string reshape = r.counters[1] ? "  reshape " + std::to_string(r.counters[1] / 1000) + " us (all workers)" : "";
+        std::fprintf(stderr, "npu-profile: %s #%llu op %zu %-10s %10.1f us %12llu cycles  %s%s\n", name_.c_str(),
                      static_cast<unsigned long long>(seq), i, profile_[i].op.c_str(), us, static_cast<unsigned long long>(r.cycles),
-                     detail.c_str());
+                     detail.c_str(), reshape.c_str());
     }
     std::fprintf(stderr, "npu-profile: %s #%llu batch: %u/%u ops, %.1f us on the device, %.1f us from push to answer, %s\n",
                  name_.c_str(), static_cast<unsigned long long>(seq), rsp.n_done, rsp.n_ops,

@@ -23,6 +23,13 @@ uint64_t matmul_scratch(const Tensor& t, const DeviceBudget& b, uint32_t kernel)
 
 bool fits(uint64_t scratch, const DeviceBudget& b) { return scratch <= std::min<uint64_t>(b.vtcm_bytes, UINT32_MAX); }
 
+/// Activation columns per weight matrix: MUL_MAT src1's ne[1]; MUL_MAT_ID the routed columns
+/// (ids' ne[0] x ne[1]) over the experts, rounded down.
+int64_t columns_per_matrix(const Tensor& t) {
+    if (t.op == Op::MUL_MAT || !t.src[2]) return t.src[1]->ne[1];
+    return t.src[2]->ne[0] * t.src[2]->ne[1] / std::max<int64_t>(t.src[0]->ne[2], 1);
+}
+
 }  // namespace
 
 DeviceBudget budget_of(const tsl_npu_hwinfo& hw) {
@@ -34,8 +41,10 @@ DeviceBudget budget_of(const tsl_npu_hwinfo& hw) {
 uint32_t plan_matmul_kernel(const Tensor& t, const DeviceBudget& budget) {
     if ((t.op != Op::MUL_MAT && t.op != Op::MUL_MAT_ID) || !t.src[0] || !t.src[1]) return 0;
     const Tensor& w = *t.src[0];
-    // matrix unit: no kernel on the virtual NPU yet (hwinfo.matrix_unit is 0), so never chosen
     if (stored_tiled(w)) {
+        if (budget.matrix_unit && allowed(budget, TSL_NPU_MM_MATRIX) && columns_per_matrix(t) >= kMatrixMinColumns &&
+            fits(matmul_scratch(t, budget, TSL_NPU_MM_MATRIX), budget))
+            return TSL_NPU_MM_MATRIX;
         const bool ok = allowed(budget, TSL_NPU_MM_TILED) && fits(matmul_scratch(t, budget, TSL_NPU_MM_TILED), budget);
         return ok ? TSL_NPU_MM_TILED : 0;
     }

@@ -21,14 +21,20 @@ struct DeviceBudget {
     uint32_t dma = 1;         ///< weight tiles: 0 in place, 1 streamed, 2 streamed as copies (TESSEL_NPU_DMA)
 };
 
+/// Activation columns per weight matrix (MUL_MAT: src1's ne[1]; MUL_MAT_ID: routed columns per
+/// expert, on average) from which the matrix unit takes a tiled matmul: below it the vector
+/// kernel is faster on the virtual NPU (AMX vs AVX-512 VNNI, measured: docs/npu.md, "Matmul kernels").
+inline constexpr int64_t kMatrixMinColumns = 16;
+
 /// The budget a device reports in its hwinfo (every matmul kernel allowed, DMA on).
 DeviceBudget budget_of(const tsl_npu_hwinfo& hw);
 
 /// The matmul kernel (enum tsl_npu_mm_kernel) for MUL_MAT / MUL_MAT_ID node t, or 0 when none
 /// applies: the chain matrix unit -> tiled vector -> flat vector, each taken when allowed
-/// (mm_kernels), when t's weight has its layout (matrix: none yet, the virtual NPU has no matrix
-/// unit; tiled: the weight stored as tiles, tiled.hpp; flat: a plain F16/F32 weight) and when its
-/// scratch fits the VTCM. Does not judge the other operands (translate_ops.cpp does).
+/// (mm_kernels), when t's weight has its layout (matrix and tiled: the weight stored as tiles,
+/// tiled.hpp; flat: a plain F16/F32 weight) and when its scratch fits the VTCM; the matrix unit
+/// also needs budget.matrix_unit and at least kMatrixMinColumns columns per weight matrix.
+/// Does not judge the other operands (translate_ops.cpp does).
 uint32_t plan_matmul_kernel(const Tensor& t, const DeviceBudget& budget);
 
 /// Bytes of VTCM node t's device kernel takes: SOFT_MAX one F32 row of src0->ne[0] per worker

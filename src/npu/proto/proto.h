@@ -205,7 +205,7 @@ static inline uint64_t tsl_npu_softmax_scratch(int64_t ne0, uint32_t n_threads) 
 enum tsl_npu_mm_kernel {
     TSL_NPU_MM_FLAT = 1,  /* plain F16/F32 weight rows, float dot products */
     TSL_NPU_MM_TILED = 2, /* 32x32 weight tiles (REPACKED), activations quantized to Q8 per 32-block */
-    TSL_NPU_MM_MATRIX = 3 /* the matrix unit (reserved: the virtual NPU has none yet) */
+    TSL_NPU_MM_MATRIX = 3 /* the matrix unit on 32x32 weight tiles (virtual NPU: AMX-INT8), Q8 activations */
 };
 
 /* Kernel parameters of MUL_MAT and MUL_MAT_ID (at TSL_NPU_KPARAMS_BODY of the op's kparams). */
@@ -217,6 +217,10 @@ typedef struct tsl_npu_matmul_kparams {
 
 /* Activation columns a matmul kernel computes per pass over a row tile (its accumulators). */
 #define TSL_NPU_MM_COLS 64u
+
+/* Bytes of one weight tile reshaped for the matrix unit: its 32 x 32 int8 values as two AMX B
+ * tiles (rows 0-15, 16-31; 8 rows of 64 bytes each), then its 32 row scales and 32 mins as floats. */
+#define TSL_NPU_MM_MATRIX_TILE_BYTES 1280u
 
 /* Bytes of one 32x32 tile of a tileable weight type (src/npu/host/tiled.hpp), 0 for others. */
 static inline uint32_t tsl_npu_tile_bytes(uint32_t type) {
@@ -243,7 +247,9 @@ static inline uint64_t tsl_npu_q8_row_bytes(int64_t k) {
  *  TILED: the Q8 activations (act_rows rows of tsl_npu_q8_row_bytes(k)); per worker the
  *         accumulators (TSL_NPU_MM_COLS x 32 floats) and, with dma, two buffers of one row tile's
  *         k/32 tiles (tile_bytes each).
- *  Both, for MUL_MAT_ID (n_experts > 0): a column count per expert (int32).
+ *  MATRIX: as TILED, plus per worker one row tile's k/32 reshaped tiles
+ *         (TSL_NPU_MM_MATRIX_TILE_BYTES each) and 64 bytes of counters.
+ *  All, for MUL_MAT_ID (n_experts > 0): a column count per expert (int32).
  * n_threads 0 counts as 1. */
 static inline uint64_t tsl_npu_matmul_scratch(uint32_t kernel, uint32_t dma, uint32_t tile_bytes, int64_t k,
                                               int64_t act_rows, int64_t n_experts, uint32_t n_threads) {
@@ -252,6 +258,7 @@ static inline uint64_t tsl_npu_matmul_scratch(uint32_t kernel, uint32_t dma, uin
     if (kernel == TSL_NPU_MM_FLAT) return workers * (((uint64_t)k * 4u + 63u) & ~(uint64_t)63u) + experts;
     uint64_t per_worker = (uint64_t)TSL_NPU_MM_COLS * 32u * 4u;
     if (dma) per_worker += 2u * (((uint64_t)(k / 32) * tile_bytes + 63u) & ~(uint64_t)63u);
+    if (kernel == TSL_NPU_MM_MATRIX) per_worker += (uint64_t)(k / 32) * TSL_NPU_MM_MATRIX_TILE_BYTES + 64u;
     return (uint64_t)act_rows * tsl_npu_q8_row_bytes(k) + workers * per_worker + experts;
 }
 
@@ -295,7 +302,9 @@ typedef struct tsl_npu_batch_rsp {
     uint64_t stop_ns;
 } tsl_npu_batch_rsp;
 
-/* Per-op profile record, written by the device: CLOCK_MONOTONIC ns, cycles, counters. */
+/* Per-op profile record, written by the device: CLOCK_MONOTONIC ns, cycles, counters
+ * (0: bytes read plus written; 1: ns the op's workers spent reshaping weights into the matrix
+ * unit's layout, summed over workers; the others 0). */
 typedef struct tsl_npu_profile {
     uint64_t start_ns;
     uint64_t stop_ns;

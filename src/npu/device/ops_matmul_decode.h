@@ -1,0 +1,74 @@
+/* Internal to the matmul kernels: a 32x32 weight tile (layout: src/npu/host/tiled.hpp) decoded
+ * into 16 vectors of 64 bytes, vector (h * 8 + j), byte 4i + t = the code of row 16h + i, element
+ * 4j + t. That is the operand layout of the vector unit's 4-element dot products (vec_i8.h) and,
+ * per half h (8 rows of 64 bytes), an AMX B tile (Intel SDM, "Intel AMX": B[k/4][4n + k%4]).
+ * Codes are offset to be unsigned: Q4_0 and Q4_1 their nibble, Q8_0 q + 128, IQ4_NL and MXFP4
+ * their table value + 128; code - offset is the quant's signed value.
+ * Built with AVX-512 BW intrinsics where the including file's flags have them (TSL_VI8_AVX512),
+ * else plain C. */
+#ifndef TESSEL_NPU_DEVICE_OPS_MATMUL_DECODE_H
+#define TESSEL_NPU_DEVICE_OPS_MATMUL_DECODE_H
+
+#include <stdint.h>
+
+#include "npu/device/vec_i8.h"
+#include "npu/proto/proto.h"
+
+/* The unsigned code table of a 4-bit type (index: the nibble; NULL: the nibble itself) and the
+ * offset of its codes. IQ4_NL: kvalues_iq4nl + 128; MXFP4: twice the E2M1 value + 128 (the values
+ * of the GGUF formats). */
+static inline const uint8_t* mm_lut(uint32_t type, int32_t* offset) {
+    static const uint8_t k_iq4nl[16] = {1, 24, 45, 63, 79, 93, 106, 118, 129, 141, 153, 166, 181, 197, 217, 241};
+    static const uint8_t k_mxfp4[16] = {128, 129, 130, 131, 132, 134, 136, 140, 128, 127, 126, 125, 124, 122, 120, 116};
+    switch (type) {
+    case TSL_NPU_TYPE_Q4_0: *offset = 8; return 0;
+    case TSL_NPU_TYPE_Q4_1: *offset = 0; return 0;
+    case TSL_NPU_TYPE_IQ4_NL: *offset = 128; return k_iq4nl;
+    case TSL_NPU_TYPE_MXFP4: *offset = 128; return k_mxfp4;
+    default: *offset = 128; return 0; /* Q8_0 */
+    }
+}
+
+/* Decodes tile t into out (16 vectors of 64 bytes, layout above). */
+static inline void mm_decode(uint32_t type, const uint8_t* t, const uint8_t* lut, uint8_t* out) {
+#ifdef TSL_VI8_AVX512
+    const __m512i low4 = _mm512_set1_epi32(0x0f);
+    const __m512i lut_v = lut ? _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i*)lut)) : _mm512_setzero_si512();
+    for (int h = 0; h < 2; ++h)
+        for (int j = 0; j < 8; ++j) {
+            __m512i v;
+            if (type == TSL_NPU_TYPE_Q8_0) {
+                const __m512i a = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)(t + 2 * j * 64 + 32 * h)));
+                const __m512i b = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)(t + (2 * j + 1) * 64 + 32 * h)));
+                v = _mm512_xor_si512(_mm512_or_si512(a, _mm512_slli_epi32(b, 16)), _mm512_set1_epi32((int)0x80808080u));
+            } else {
+                const __m512i a = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)(t + 2 * j * 32 + 16 * h)));
+                const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)(t + (2 * j + 1) * 32 + 16 * h)));
+                v = _mm512_or_si512(
+                    _mm512_or_si512(_mm512_and_si512(a, low4), _mm512_slli_epi32(_mm512_srli_epi32(a, 4), 8)),
+                    _mm512_or_si512(_mm512_slli_epi32(_mm512_and_si512(b, low4), 16), _mm512_slli_epi32(_mm512_srli_epi32(b, 4), 24)));
+                if (lut) v = _mm512_shuffle_epi8(lut_v, v);
+            }
+            _mm512_storeu_si512((void*)(out + (h * 8 + j) * 64), v);
+        }
+#else
+    for (int r = 0; r < 32; ++r) {
+        uint8_t* row = out + (r / 16) * 8 * 64 + 4 * (r % 16);
+        for (int j = 0; j < 8; ++j) {
+            uint8_t* o = row + j * 64;
+            if (type == TSL_NPU_TYPE_Q8_0) {
+                o[0] = t[2 * j * 64 + 2 * r] ^ 0x80u;
+                o[1] = t[2 * j * 64 + 2 * r + 1] ^ 0x80u;
+                o[2] = t[(2 * j + 1) * 64 + 2 * r] ^ 0x80u;
+                o[3] = t[(2 * j + 1) * 64 + 2 * r + 1] ^ 0x80u;
+                continue;
+            }
+            const uint8_t b0 = t[2 * j * 32 + r], b1 = t[(2 * j + 1) * 32 + r];
+            const uint8_t n[4] = {(uint8_t)(b0 & 15u), (uint8_t)(b0 >> 4), (uint8_t)(b1 & 15u), (uint8_t)(b1 >> 4)};
+            for (int k = 0; k < 4; ++k) o[k] = lut ? lut[n[k]] : n[k];
+        }
+    }
+#endif
+}
+
+#endif /* TESSEL_NPU_DEVICE_OPS_MATMUL_DECODE_H */
