@@ -263,7 +263,7 @@ static inline uint64_t tsl_npu_matmul_scratch(uint32_t kernel, uint32_t dma, uin
 }
 
 /* Query rows FLASH_ATTN_EXT's kernel runs together against each converted block of 16 keys. */
-#define TSL_NPU_FA_QTILE 16
+#define TSL_NPU_FA_QTILE 64
 
 /* VTCM bytes FLASH_ATTN_EXT states (and its kernel takes) for head dims D (q, k) and Dv (v), per
  * device worker thread: with D and Dv rounded up to 16 floats (Dp, Dvp), TSL_NPU_FA_QTILE query
