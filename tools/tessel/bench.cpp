@@ -10,6 +10,7 @@
 #include "run_options.hpp"
 #include "core/cpu_features.hpp"
 #include "cpu/threadpool.hpp"
+#include "backend/registry.hpp"
 #include "model/model.hpp"
 #include "runtime/bench.hpp"
 #include "runtime/bench_report.hpp"
@@ -173,6 +174,7 @@ void bench(const BenchOptions& o) {
     std::vector<std::string> devices;
     for (const std::string& d : split_commas(o.device)) {
         if (d.empty()) throw CLI::ValidationError("--device: empty device name in '" + o.device + "'");
+        Registry::global().run_devices(d);  // an unknown name fails here, before anything is measured
         devices.push_back(d);
     }
 

@@ -86,8 +86,10 @@ std::string read_text_file(const std::string& path) {
     if (ec) throw Error(ErrorCode::Io, path + ": cannot read: " + ec.message());
     if (!std::filesystem::is_regular_file(st)) throw Error(ErrorCode::Io, path + ": not a regular file");
     std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error(ErrorCode::Io, path + ": cannot read: " + std::strerror(errno));
+    if (std::filesystem::file_size(path, ec) == 0 && !ec) return {};  // << of an empty rdbuf sets failbit
     std::ostringstream text;
-    if (!in || !(text << in.rdbuf()) || in.bad()) throw Error(ErrorCode::Io, path + ": cannot read: " + std::strerror(errno));
+    if (!(text << in.rdbuf()) || in.bad()) throw Error(ErrorCode::Io, path + ": cannot read: " + std::strerror(errno));
     return text.str();
 }
 
