@@ -4,7 +4,7 @@
 # Sanitizers apply globally when TESSEL_SANITIZE (ASan+UBSan) or TESSEL_TSAN (ThreadSanitizer) is
 # on; the two cannot be combined.
 # tessel_isa_sources(): per-ISA translation units get their target flags here, keyed by the
-# file-name suffix (_f16c, _avx2, _avx512, _avx512vnni, _amx), so the portable build never uses -march=native.
+# file-name suffix (_f16c, _avx2, _avx512, _avx512vnni, _avx512vbmi, _amx), so the portable build never uses -march=native.
 
 add_library(tessel_warnings INTERFACE)
 target_compile_options(tessel_warnings INTERFACE -Wall -Wextra -Werror)
@@ -50,6 +50,9 @@ function(tessel_isa_sources)
     elseif(stem MATCHES "_avx512vnni$")
       set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS
         "-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512vnni;-mavx2;-mfma;-mf16c")
+    elseif(stem MATCHES "_avx512vbmi$")
+      set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS
+        "-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512vnni;-mavx512vbmi;-mavx2;-mfma;-mf16c")
     elseif(stem MATCHES "_amx$")
       set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS
         "-mamx-tile;-mamx-int8;-mamx-bf16;-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512vnni;-mavx2;-mfma;-mf16c")

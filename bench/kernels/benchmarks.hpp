@@ -14,5 +14,8 @@ void register_packed_benchmarks();
 void register_npu_tiled_benchmarks();
 /// NPU link round trip of one batch of NOPs per link (npu_link_bench.cpp).
 void register_npu_link_benchmarks();
+/// NPU device tiled matmul micro-kernel, called directly on one thread, per type, ISA build, shape and M
+/// (npu_tile_bench.cpp).
+void register_npu_tile_benchmarks();
 
 }  // namespace tessel::bench

@@ -105,6 +105,14 @@ bool has_avx512vnni() {
 #endif
 }
 
+bool has_avx512vbmi() {
+#if defined(__x86_64__) || defined(__i386__)
+    return has_avx512vnni() && __builtin_cpu_supports("avx512vbmi");
+#else
+    return false;
+#endif
+}
+
 bool has_amx_int8() {
     const CpuFeatures& f = cpu_features();
     return f.amx_tile && f.amx_int8 && f.avx512f && f.avx512bw && f.avx512vnni;
@@ -125,7 +133,9 @@ void amx_kernel(const tsl_npu_mm_tile_args* a) {
 
 /// One row tile (32 rows, N = 27 so 5 are padding) of K = 96 against M activation columns (rows
 /// of one buffer, evenly spaced; `reversed`: handed to the kernel last row first).
-void check_tile_kernel(DType type, void (*kernel)(const tsl_npu_mm_tile_args*), int64_t M = 5, bool reversed = false) {
+/// Returns the kernel's 32 x M results.
+std::vector<float> check_tile_kernel(DType type, void (*kernel)(const tsl_npu_mm_tile_args*), int64_t M = 5,
+                                     bool reversed = false) {
     constexpr int64_t K = 96, N = 27;
     const npu::tiled::Shape ne{K, N, 1, 1};
     const std::vector<float> wf = random_floats(static_cast<size_t>(K * N), 11);
@@ -136,7 +146,7 @@ void check_tile_kernel(DType type, void (*kernel)(const tsl_npu_mm_tile_args*), 
 
     const std::vector<float> xf = random_floats(static_cast<size_t>(K * M), 12);
     const uint64_t row_bytes = tsl_npu_q8_row_bytes(K), q_bytes = 128, s_bytes = 64;
-    ASSERT_EQ(row_bytes, q_bytes + 2 * s_bytes);
+    EXPECT_EQ(row_bytes, q_bytes + 2 * s_bytes);
     std::vector<uint8_t> act(row_bytes * M);
     std::vector<const uint8_t*> cols(M);
     for (int64_t m = 0; m < M; ++m) {
@@ -169,15 +179,28 @@ void check_tile_kernel(DType type, void (*kernel)(const tsl_npu_mm_tile_args*), 
             EXPECT_NEAR(acc[col * 32 + n], want, 1e-6 * mag + 1e-30) << dtype_name(type) << " row " << n << " col " << col;
         }
     }
+    return acc;
 }
 
 TEST(NpuDeviceMatmul, TileKernelMatchesTheReferenceDot) {
-    // plain C always; the AVX-512 VNNI build of the same source where this CPU has it
+    // plain C always; the AVX-512 VNNI and VBMI builds of the same source where this CPU has them.
+    // One column (M = 1) is the VBMI build's register path; every build rounds the same
+    // operations in the same order, so its results equal the C kernel's bit for bit.
     for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q8_0, DType::IQ4_NL, DType::MXFP4}) {
-        check_tile_kernel(t, tsl_npu_mm_tile_cols_c);
+        SCOPED_TRACE(dtype_name(t));
+        const std::vector<float> c5 = check_tile_kernel(t, tsl_npu_mm_tile_cols_c);
+        const std::vector<float> c1 = check_tile_kernel(t, tsl_npu_mm_tile_cols_c, 1);
 #if defined(__x86_64__) || defined(__i386__)
-        if (has_avx512vnni()) check_tile_kernel(t, tsl_npu_mm_tile_cols_avx512vnni);
+        if (has_avx512vnni()) {
+            EXPECT_EQ(check_tile_kernel(t, tsl_npu_mm_tile_cols_avx512vnni), c5);
+        }
+        if (has_avx512vbmi()) {
+            EXPECT_EQ(check_tile_kernel(t, tsl_npu_mm_tile_cols_avx512vbmi), c5);
+            EXPECT_EQ(check_tile_kernel(t, tsl_npu_mm_tile_cols_avx512vbmi, 1), c1);
+        }
 #endif
+        (void)c5;
+        (void)c1;
     }
 }
 
@@ -219,6 +242,7 @@ TEST(NpuDeviceMatmul, MatrixUnitKernelMatchesTheReferenceDotOrIsNotOffered) {
     tsl_npu_platform platform{};
     ASSERT_EQ(tsl_npu_posix_platform_create(1, 0, &platform), TSL_NPU_OK);
     const bool amx = (platform.isa & TSL_NPU_ISA_AMX_INT8) != 0;
+    EXPECT_EQ((platform.isa & TSL_NPU_ISA_AVX512VBMI) != 0, has_avx512vbmi());
     auto device = std::make_unique<tsl_npu_device>();
     ASSERT_EQ(tsl_npu_device_init(device.get(), &platform), TSL_NPU_OK);
     tsl_npu_hwinfo hw;
@@ -251,6 +275,7 @@ TEST(NpuDeviceMatmul, FlatPiecesWidenExactlyAndDotWithinFloatRounding) {
     std::vector<std::pair<Widen, Dot>> variants{{tsl_npu_mm_widen_c, tsl_npu_mm_dot_c}};
 #if defined(__x86_64__) || defined(__i386__)
     if (has_avx512vnni()) variants.emplace_back(tsl_npu_mm_widen_avx512vnni, tsl_npu_mm_dot_avx512vnni);
+    if (has_avx512vbmi()) variants.emplace_back(tsl_npu_mm_widen_avx512vbmi, tsl_npu_mm_dot_avx512vbmi);
 #endif
     const std::vector<float> a = random_floats(75, 21), b = random_floats(75, 22);
     for (const auto& [widen, dot] : variants) {

@@ -313,6 +313,11 @@ static int32_t mm_run(tsl_npu_op_ctx* c, int is_id) {
         j.widen_fn = tsl_npu_mm_widen_avx512vnni;
         j.dot_fn = tsl_npu_mm_dot_avx512vnni;
     }
+    if (c->platform->isa & TSL_NPU_ISA_AVX512VBMI) {
+        j.tile_fn = tsl_npu_mm_tile_cols_avx512vbmi;
+        j.widen_fn = tsl_npu_mm_widen_avx512vbmi;
+        j.dot_fn = tsl_npu_mm_dot_avx512vbmi;
+    }
     if (j.kp.kernel == TSL_NPU_MM_MATRIX) j.tile_fn = tsl_npu_mm_tile_cols_amx; /* the check saw the AMX bit */
 #endif
     if (tiled) {

@@ -1,6 +1,7 @@
 /* Internal to the matmul ops (ops_matmul.c): the tiled micro-kernel's interface, built from one
  * generic source (ops_matmul_tile.inc) once in plain C (ops_matmul_tile.c, every target) and once
- * per host ISA (ops_matmul_tile_avx512vnni.c, x86 only: AVX-512 F/BW + VNNI); and the matrix-unit
+ * per host ISA (x86 only: ops_matmul_tile_avx512vnni.c, AVX-512 F/BW + VNNI;
+ * ops_matmul_tile_avx512vbmi.c, the same + VBMI); and the matrix-unit
  * kernel (ops_matmul_tile_amx.c, x86 only: AMX-INT8). */
 #ifndef TESSEL_NPU_DEVICE_OPS_MATMUL_H
 #define TESSEL_NPU_DEVICE_OPS_MATMUL_H
@@ -42,6 +43,9 @@ float tsl_npu_mm_dot_c(const float* a, const float* b, int64_t k);
 void tsl_npu_mm_tile_cols_avx512vnni(const tsl_npu_mm_tile_args* a);
 void tsl_npu_mm_widen_avx512vnni(const uint16_t* h, float* out, int64_t k);
 float tsl_npu_mm_dot_avx512vnni(const float* a, const float* b, int64_t k);
+void tsl_npu_mm_tile_cols_avx512vbmi(const tsl_npu_mm_tile_args* a);
+void tsl_npu_mm_widen_avx512vbmi(const uint16_t* h, float* out, int64_t k);
+float tsl_npu_mm_dot_avx512vbmi(const float* a, const float* b, int64_t k);
 
 /* The matrix unit (AMX-INT8; only where the platform's isa has TSL_NPU_ISA_AMX_INT8):
  *  - begin loads the kernel's tile configuration on the calling thread, end releases the tiles;

@@ -127,6 +127,7 @@ static uint32_t posix_isa(void) {
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512vnni"))
         isa |= TSL_NPU_ISA_AVX512VNNI;
+    if ((isa & TSL_NPU_ISA_AVX512VNNI) && __builtin_cpu_supports("avx512vbmi")) isa |= TSL_NPU_ISA_AVX512VBMI;
     if ((isa & TSL_NPU_ISA_AVX512VNNI) && posix_amx_int8()) isa |= TSL_NPU_ISA_AMX_INT8;
 #endif
     return isa;
