@@ -83,17 +83,23 @@ static void* posix_scratch(void* ctx, uint64_t* bytes) {
     return pool->scratch;
 }
 
-/* The DMA stand-in. Host memory is as near as the scratchpad, so by default the transfer is a
- * prefetch of every cache line of the block (issued now, overlapping the worker's current compute)
- * and the kernel reads in place. With TSL_NPU_DMA_COPY it copies at once (a memcpy: there is no
- * engine to overlap with), which is what a copying platform costs here. */
+/* The DMA stand-in. Host memory is as near as the scratchpad, so by default the kernel reads in
+ * place and the transfer is a prefetch of the block's first PREFETCH_HEAD_BYTES (issued now,
+ * overlapping the worker's current compute); the kernels stream the rest themselves a few tiles
+ * ahead of use (ops_matmul_tile.inc). Prefetching a whole block at once filled the core's miss
+ * buffers and stalled the worker on the prefetches (the loop took more samples than the kernel).
+ * With TSL_NPU_DMA_COPY it copies at once (a memcpy: there is no engine to overlap with), which is
+ * what a copying platform costs here. */
+#define PREFETCH_HEAD_BYTES 4096u
+
 static const void* posix_dma_start(void* ctx, void* dst, const void* src, uint64_t bytes, uint32_t flags) {
     (void)ctx;
     if (flags & TSL_NPU_DMA_COPY) {
         memcpy(dst, src, (size_t)bytes);
         return dst;
     }
-    for (uint64_t i = 0; i < bytes; i += 64) __builtin_prefetch((const char*)src + i, 0, 3);
+    const uint64_t head = bytes < PREFETCH_HEAD_BYTES ? bytes : PREFETCH_HEAD_BYTES;
+    for (uint64_t i = 0; i < head; i += 64) __builtin_prefetch((const char*)src + i, 0, 3);
     return src;
 }
 
