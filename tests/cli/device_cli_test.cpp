@@ -41,15 +41,16 @@ TEST(CliDevice, UnknownDeviceIsOneErrorLineListingTheDevices) {
     test::TinyLlamaOptions opt;
     opt.vocab = true;
     const std::string model = test::write_tiny_llama(test::temp_dir() / "tiny.gguf", opt).string();
-    for (const char* cmd : {"run", "bench"}) {
+    for (const char* cmd : {"run", "bench", "perplexity"}) {
         std::vector<std::string> args{cmd, "-m", model, "--device", "gpu9"};
         if (std::string(cmd) == "run") args.insert(args.end(), {"-p", "hi", "-n", "1"});
-        else args.insert(args.end(), {"-p", "4", "-n", "0", "-r", "1"});
+        else if (std::string(cmd) == "bench") args.insert(args.end(), {"-p", "4", "-n", "0", "-r", "1"});
+        else args.insert(args.end(), {"-f", model});
         const CliResult r = run_tessel(args);
-        EXPECT_EQ(r.exit_code, 1) << cmd << ": " << r.err;
+        EXPECT_EQ(r.exit_code, 2) << cmd << ": " << r.err;  // a bad flag value (README: exit 2)
         const auto lines = r.err_lines();
         ASSERT_EQ(lines.size(), 1u) << r.err;
-        EXPECT_TRUE(std::regex_search(lines[0], std::regex(R"(^tessel: error: unknown device 'gpu9' \(devices: cpu, npu = npu0\))")))
+        EXPECT_TRUE(std::regex_search(lines[0], std::regex(R"(^tessel: error: --device: unknown device 'gpu9' \(devices: cpu, npu = npu0\))")))
             << lines[0];
     }
 }

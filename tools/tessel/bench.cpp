@@ -174,7 +174,8 @@ void bench(const BenchOptions& o) {
     std::vector<std::string> devices;
     for (const std::string& d : split_commas(o.device)) {
         if (d.empty()) throw CLI::ValidationError("--device: empty device name in '" + o.device + "'");
-        Registry::global().run_devices(d);  // an unknown name fails here, before anything is measured
+        if (const std::string bad = device_validator()(d); !bad.empty())  // before anything is measured
+            throw CLI::ValidationError("--device: " + bad);
         devices.push_back(d);
     }
 

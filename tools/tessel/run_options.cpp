@@ -11,16 +11,31 @@
 #include <limits>
 #include <string>
 
+#include "backend/registry.hpp"
 #include "cpu/packed/buffer.hpp"
 #include "runtime/model_fetch.hpp"
 #include "tessel/errors.hpp"
 
 namespace tessel::cli {
 
+CLI::Validator device_validator() {
+    return CLI::Validator(
+        [](std::string& in) -> std::string {
+            try {
+                Registry::global().run_devices(in);
+                return {};
+            } catch (const Error& e) {
+                return e.what();
+            }
+        },
+        "DEVICE");
+}
+
 void add_model_options(CLI::App& cmd, ModelOptions& o) {
     cmd.add_option("-m,--model", o.model, "GGUF model file (default: $TESSEL_MODEL, else SmolLM2-135M-Instruct Q4_1, fetched once)");
     cmd.add_option("--device", o.device, "Device to run on: cpu, or npu (the NPU takes the ops it claims, the CPU the rest)")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->check(device_validator());
     cmd.add_option("-c,--ctx-size", o.n_ctx, "Context size, tokens (0: the model's, at most 4096)")->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
     cmd.add_option("-t,--threads", o.n_threads, "CPU threads (0: physical cores)")->check(CLI::Range(0, 1024));
     cmd.add_option("-b,--batch-size", o.n_batch, "Prompt tokens per decode call")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));

@@ -25,6 +25,9 @@ struct ModelOptions {
 
 /// Registers -m, --device, -c, -t, -b, -ub, -fa, -ctk, -ctv and --no-packed on cmd.
 void add_model_options(CLI::App& cmd, ModelOptions& o);
+/// Accepts a --device name the backend registry resolves (cpu, npu, npu0, ...); else the registry's
+/// message naming the devices there are (a flag error: exit 2).
+CLI::Validator device_validator();
 /// Registers --no-packed: weights stay in the CPU's plain buffer type (no CPU_PACKED).
 void add_packing_flag(CLI::App& cmd);
 /// Registers --temp, --top-k, --top-p, --min-p, --repeat-penalty, --repeat-last-n,
