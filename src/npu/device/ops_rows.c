@@ -5,8 +5,9 @@
  * dst row (i, b2, b3) = table row (ids[i, b2, b3], b2, b3) in float (blocks dequantized as GGUF
  * defines them: Q4_0 d (q - 8), Q4_1 d q + m, Q8_0 d q; product and sum rounded separately).
  * SET_ROWS: src0 rows F32 [K, n, B2, B3], src1 ids I32/I64 [n, C2, C3] (B2 % C2 == 0,
- * B3 % C3 == 0), dst0 F32/F16 [K, R, B2, B3]: dst row (ids[i, b2 % C2, b3 % C3], b2, b3) = rows row
- * (i, b2, b3); other rows kept; with repeated ids the last source row wins (each destination row
+ * B3 % C3 == 0), dst0 F32/F16 [K, R, B2, B3], or Q8_0 blocks (K a multiple of 32, nb[0] = 34: a
+ * quantized KV cache): dst row (ids[i, b2 % C2, b3 % C3], b2, b3) = rows row (i, b2, b3) (Q8_0:
+ * quantized per 32-block as tessel's reference quantizer does, vec_i8.h); other rows kept; with repeated ids the last source row wins (each destination row
  * has one writer: worker = destination row mod workers, walking the source rows in order).
  * A REPACKED table (32x32 tiles of Q4_0, Q4_1, Q8_0, IQ4_NL or MXFP4, src/npu/host/tiled.hpp: the
  * token embeddings of a model whose weights are tiled) is read from its tiles: row id's values
@@ -16,6 +17,7 @@
  * written), where the reference throws. */
 #include "npu/device/ops.h"
 #include "npu/device/ops_matmul.h"
+#include "npu/device/vec_i8.h"
 
 /* Bytes of a GGUF block of 32 elements of a type GET_ROWS reads, or 0. */
 static uint32_t block_bytes(uint32_t type) {
@@ -155,12 +157,26 @@ int32_t tsl_npu_set_rows_check(const tsl_npu_op_ctx* c) {
     const tsl_npu_view* rows = &c->src[0];
     const tsl_npu_view* ids = &c->src[1];
     const tsl_npu_view* d = &c->dst[0];
-    if (rows->type != TSL_NPU_TYPE_F32 || !tsl_npu_is_float(d->type)) return TSL_NPU_ERR_BAD_TYPE;
+    if (rows->type != TSL_NPU_TYPE_F32) return TSL_NPU_ERR_BAD_TYPE;
+    const int q8 = d->type == TSL_NPU_TYPE_Q8_0;
+    if (!tsl_npu_is_float(d->type) && !(q8 && d->ne[0] % 32 == 0 && d->nb[0] == TSL_NPU_Q8_0_BYTES))
+        return TSL_NPU_ERR_BAD_TYPE;
+    if ((rows->flags | ids->flags | d->flags) & TSL_NPU_TENSOR_REPACKED) return TSL_NPU_ERR_BAD_TYPE;
     if (ids->type != TSL_NPU_TYPE_I32 && ids->type != TSL_NPU_TYPE_I64) return TSL_NPU_ERR_BAD_TYPE;
     if (d->ne[0] != rows->ne[0] || d->ne[2] != rows->ne[2] || d->ne[3] != rows->ne[3] || rows->ne[1] != ids->ne[0] ||
         rows->ne[2] % ids->ne[1] != 0 || rows->ne[3] % ids->ne[2] != 0 || ids->ne[3] != 1)
         return TSL_NPU_ERR_BAD_TYPE;
+    if (q8 && !tsl_npu_block_rows_inside(d, (uint64_t)(d->ne[0] / 32) * TSL_NPU_Q8_0_BYTES)) return TSL_NPU_ERR_BAD_DESC;
     return TSL_NPU_OK;
+}
+
+/* k floats (k % 32 == 0) -> k / 32 Q8_0 blocks (fp16 d, then 32 quants) at to. */
+static void store_q8_0_row(const float* from, int64_t k, uint8_t* to) {
+    for (int64_t b = 0; b < k / 32; ++b, to += TSL_NPU_Q8_0_BYTES) {
+        int32_t sum;
+        const uint16_t d = tsl_npu_quantize_q8_block(from + 32 * b, (int8_t*)(to + 2), &sum);
+        __builtin_memcpy(to, &d, 2);
+    }
 }
 
 static void set_rows_work(void* arg, uint32_t worker, uint32_t n_workers) {
@@ -182,6 +198,10 @@ static void set_rows_work(void* arg, uint32_t worker, uint32_t n_workers) {
         if (dst_row % (int64_t)n_workers != (int64_t)worker) continue;
         const uint8_t* from = tsl_npu_elem(rows, 0, i1, i2, i3);
         uint8_t* to = tsl_npu_elem(d, 0, id, i2, i3);
+        if (d->type == TSL_NPU_TYPE_Q8_0) {
+            store_q8_0_row((const float*)from, k, to);
+            continue;
+        }
         for (int64_t i0 = 0; i0 < k; i0 += TSL_VF_LANES) {
             const int n = tsl_npu_chunk(k, i0);
             tsl_npu_row_store(d, to, i0, n, tsl_npu_row_load(rows, from, i0, n, 0.0f));
@@ -193,6 +213,8 @@ int32_t tsl_npu_set_rows_run(tsl_npu_op_ctx* c) {
     rows_job job = {c, 0};
     const int64_t n = tsl_npu_n_elements(&c->src[0]);
     tsl_npu_ops_parallel(c, n, set_rows_work, &job);
-    c->bytes = (uint64_t)n * (4u + tsl_npu_type_bytes(c->dst[0].type));
+    const uint64_t out_bytes = c->dst[0].type == TSL_NPU_TYPE_Q8_0 ? (uint64_t)n / 32u * TSL_NPU_Q8_0_BYTES
+                                                                  : (uint64_t)n * tsl_npu_type_bytes(c->dst[0].type);
+    c->bytes = (uint64_t)n * 4u + out_bytes;
     return job.bad_id ? TSL_NPU_ERR_BAD_DESC : TSL_NPU_OK;
 }

@@ -144,7 +144,9 @@ tsl_npu_matmul_kparams matmul_kparams(const Tensor& t, const DeviceBudget& budge
 bool set_rows_ok(const Tensor& t) {
     const Tensor* rows = t.src[1];
     const Tensor* ids = t.src[2];
-    if (!t.src[0] || !rows || !ids || rows->type != DType::F32 || !float_type(t.type)) return false;
+    // a Q8_0 destination: the quantized KV cache (-ctk / -ctv q8_0), blocks of 34 bytes
+    const bool q8 = t.type == DType::Q8_0 && t.ne[0] % 32 == 0 && t.nb[0] == dtype_info(DType::Q8_0).block_bytes;
+    if (!t.src[0] || !rows || !ids || rows->type != DType::F32 || !(float_type(t.type) || q8)) return false;
     if (ids->type != DType::I32 && ids->type != DType::I64) return false;
     return t.ne[0] == rows->ne[0] && t.ne[2] == rows->ne[2] && t.ne[3] == rows->ne[3] && rows->ne[1] == ids->ne[0] &&
            rows->ne[2] % ids->ne[1] == 0 && rows->ne[3] % ids->ne[2] == 0 && ids->ne[3] == 1;
