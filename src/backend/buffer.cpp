@@ -1,5 +1,7 @@
 #include "backend/buffer.hpp"
 
+#include <algorithm>
+
 #include "tessel/errors.hpp"
 
 namespace tessel {
@@ -20,6 +22,20 @@ void Buffer::init_tensor(Tensor& t, size_t offset) {
                                                     std::to_string(size_) + " bytes with alignment " + std::to_string(align));
     t.buffer = this;
     t.data = static_cast<uint8_t*>(base()) + offset;
+}
+
+void Buffer::get_tensor_2d(const Tensor& t, void* dst, size_t offset, size_t size, size_t n_copies, size_t stride_tensor,
+                           size_t stride_data) const {
+    if (n_copies == 0) return;
+    const size_t n = t.n_bytes();
+    if (stride_tensor != 0 && n_copies - 1 > (n - std::min(n, offset)) / stride_tensor)
+        throw Error(ErrorCode::InvalidArgument, "get_tensor_2d of " + std::to_string(n_copies) + " blocks " +
+                                                    std::to_string(stride_tensor) + " bytes apart from offset " +
+                                                    std::to_string(offset) + " is outside tensor " + describe(t) + " (" +
+                                                    std::to_string(n) + " bytes)");
+    check_range(t, offset + (n_copies - 1) * stride_tensor, size, "get_tensor_2d");
+    for (size_t i = 0; i < n_copies; ++i)
+        get_tensor(t, static_cast<uint8_t*>(dst) + i * stride_data, offset + i * stride_tensor, size);
 }
 
 void Buffer::check_range(const Tensor& t, size_t offset, size_t size, const char* what) {

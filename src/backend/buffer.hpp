@@ -69,6 +69,13 @@ public:
     /// Copies `size` bytes of t's data at byte `offset` into `dst`; a repacking buffer returns the
     /// original (GGUF) bytes, bit-exact. Throws like set_tensor.
     virtual void get_tensor(const Tensor& t, void* dst, size_t offset, size_t size) const = 0;
+    /// The 2-D read (ggml's get_tensor_2d shape): n_copies blocks of `size` bytes, block i from t's
+    /// data at byte offset + i * stride_tensor into dst + i * stride_data (e.g. every k-th row of
+    /// a weight: size = its row bytes, stride_tensor = k rows). Each block is a get_tensor, so a
+    /// repacking buffer returns GGUF bytes here too. Throws tessel::Error(InvalidArgument) naming
+    /// t, before copying anything, when a block lies outside t's n_bytes().
+    void get_tensor_2d(const Tensor& t, void* dst, size_t offset, size_t size, size_t n_copies, size_t stride_tensor,
+                       size_t stride_data) const;
     /// Fills the whole allocation with `value`.
     virtual void clear(uint8_t value) = 0;
 

@@ -184,6 +184,20 @@ TEST(NpuTiledBuffer, WholeWriteStoresTilesAndReadsBackGguf) {
             const size_t off = rng() % src.size(), len = rng() % (src.size() - off + 1);
             ASSERT_EQ(w.get(off, len), std::vector<uint8_t>(src.begin() + off, src.begin() + off + len)) << off << "+" << len;
         }
+        // 2-D reads of row-aligned blocks: every other row, and rows 3..5 of every row pair's
+        // neighbour, packed densely; a block past the end is refused before anything is copied
+        const size_t row = src.size() / static_cast<size_t>(ne[1]);
+        std::vector<uint8_t> rows(row * 22, 0xAB);
+        w.buf->get_tensor_2d(w.t, rows.data(), row, row, 22, 2 * row, row);
+        for (size_t i = 0; i < 22; ++i)
+            ASSERT_EQ(0, std::memcmp(rows.data() + i * row, src.data() + (1 + 2 * i) * row, row)) << "row " << 1 + 2 * i;
+        std::vector<uint8_t> two(3 * row * 4);
+        w.buf->get_tensor_2d(w.t, two.data(), 3 * row, 3 * row, 4, 10 * row, 3 * row);
+        for (size_t i = 0; i < 4; ++i)
+            ASSERT_EQ(0, std::memcmp(two.data() + i * 3 * row, src.data() + (3 + 10 * i) * row, 3 * row)) << "block " << i;
+        std::vector<uint8_t> untouched(row * 23, 0xCD);
+        EXPECT_THROW(w.buf->get_tensor_2d(w.t, untouched.data(), row, row, 23, 2 * row, row), Error);
+        EXPECT_EQ(untouched, std::vector<uint8_t>(row * 23, 0xCD));
         // The descriptor of a tiled operand: repacked, spanning the tiles.
         const Operand o = operand(w.t);
         EXPECT_TRUE(o.repacked);
