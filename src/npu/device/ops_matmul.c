@@ -47,6 +47,7 @@ typedef struct mm_job {
     void (*tile_fn)(const tsl_npu_mm_tile_args*);
     tsl_npu_mm_widen_fn widen_fn;
     tsl_npu_mm_dot_fn dot_fn;
+    tsl_npu_mm_quantize_fn quantize_fn;
 } mm_job;
 
 static uint64_t align64(uint64_t n) { return tsl_npu_align_up(n, 64); }
@@ -166,7 +167,7 @@ static void quantize_work(void* arg, uint32_t worker, uint32_t n_workers) {
         int64_t i1, i2, i3;
         tsl_npu_row_coords(j->x, r, &i1, &i2, &i3);
         uint8_t* row = j->act + (uint64_t)r * j->act_row_bytes;
-        tsl_npu_quantize_q8_row((const float*)tsl_npu_elem(j->x, 0, i1, i2, i3), j->k, (int8_t*)row,
+        j->quantize_fn((const float*)tsl_npu_elem(j->x, 0, i1, i2, i3), j->k, (int8_t*)row,
                                 (float*)(row + j->q_bytes), (int32_t*)(row + j->q_bytes + j->s_bytes));
     }
 }
@@ -307,11 +308,13 @@ static int32_t mm_run(tsl_npu_op_ctx* c, int is_id) {
     j.tile_fn = tsl_npu_mm_tile_cols_c;
     j.widen_fn = tsl_npu_mm_widen_c;
     j.dot_fn = tsl_npu_mm_dot_c;
+    j.quantize_fn = tsl_npu_mm_quantize_c;
 #if defined(__x86_64__) || defined(__i386__)
     if (c->platform->isa & TSL_NPU_ISA_AVX512VNNI) {
         j.tile_fn = tsl_npu_mm_tile_cols_avx512vnni;
         j.widen_fn = tsl_npu_mm_widen_avx512vnni;
         j.dot_fn = tsl_npu_mm_dot_avx512vnni;
+        j.quantize_fn = tsl_npu_mm_quantize_avx512vnni;
     }
     if (j.kp.kernel == TSL_NPU_MM_MATRIX) j.tile_fn = tsl_npu_mm_tile_cols_amx; /* the check saw the AMX bit */
 #endif

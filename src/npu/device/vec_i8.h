@@ -132,10 +132,46 @@ static inline uint16_t tsl_npu_quantize_q8_block(const float* x, int8_t* q, int3
     return tsl_npu_float_to_half(d);
 }
 
+#ifdef TSL_VI8_AVX512
+/* tsl_npu_quantize_q8_block on AVX-512, bit-exact with it: amax is a maximum (exact in any order),
+ * d and 1 / d the same scalar float operations, x * (1/d) the same IEEE product per lane, the
+ * rounding the same truncate-then-compare steps (|v| < 2^31, else 0: Inf * 0), the sum an exact
+ * integer one. A block holding a NaN takes the scalar form (its amax depends on the order). */
+static inline uint16_t tsl_npu_quantize_q8_block_avx512(const float* x, int8_t* q, int32_t* qsum) {
+    const __m512 lo = _mm512_loadu_ps(x), hi = _mm512_loadu_ps(x + 16);
+    if (_mm512_cmp_ps_mask(lo, lo, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(hi, hi, _CMP_UNORD_Q))
+        return tsl_npu_quantize_q8_block(x, q, qsum);
+    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(lo), _mm512_abs_ps(hi)));
+    const float d = amax / 127.0f;
+    const __m512 id = _mm512_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
+    __m512i qi[2];
+    for (int h = 0; h < 2; ++h) {
+        const __m512 v = _mm512_mul_ps(h ? hi : lo, id);
+        const __m512 a = _mm512_abs_ps(v);
+        const __mmask16 ok = _mm512_cmp_ps_mask(a, _mm512_set1_ps(2147483648.0f), _CMP_LT_OQ);
+        __m512i i = _mm512_maskz_cvttps_epi32(ok, a);
+        const __mmask16 up = _mm512_cmp_ps_mask(_mm512_sub_ps(a, _mm512_cvtepi32_ps(i)), _mm512_set1_ps(0.5f), _CMP_GE_OQ);
+        i = _mm512_mask_add_epi32(i, up & ok, i, _mm512_set1_epi32(1));
+        const __mmask16 neg = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
+        qi[h] = _mm512_mask_sub_epi32(i, neg, _mm512_setzero_si512(), i);
+        _mm_storeu_si128((__m128i*)(void*)(q + 16 * h), _mm512_cvtepi32_epi8(qi[h]));
+    }
+    *qsum = _mm512_reduce_add_epi32(_mm512_add_epi32(qi[0], qi[1]));
+    return tsl_npu_float_to_half(d);
+}
+#endif
+
 /* A row of k floats (k % 32 == 0) -> k quants, k/32 scales (the fp16 d widened to float, as the
- * Q8_0 block stores it) and k/32 quant sums. */
+ * Q8_0 block stores it) and k/32 quant sums. Same bits in both forms (plain C, AVX-512). */
 static inline void tsl_npu_quantize_q8_row(const float* x, int64_t k, int8_t* q, float* d, int32_t* sums) {
-    for (int64_t b = 0; b < k / 32; ++b) d[b] = tsl_npu_half_to_float(tsl_npu_quantize_q8_block(x + 32 * b, q + 32 * b, &sums[b]));
+    for (int64_t b = 0; b < k / 32; ++b) {
+#ifdef TSL_VI8_AVX512
+        const uint16_t h = tsl_npu_quantize_q8_block_avx512(x + 32 * b, q + 32 * b, &sums[b]);
+#else
+        const uint16_t h = tsl_npu_quantize_q8_block(x + 32 * b, q + 32 * b, &sums[b]);
+#endif
+        d[b] = tsl_npu_half_to_float(h);
+    }
 }
 
 /* The float side of a quantized block product, 16 rows at once: for i < 16,
