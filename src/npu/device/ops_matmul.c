@@ -143,6 +143,10 @@ static uint32_t next_cols(const mm_job* j, int64_t rt, int64_t matrix, int64_t i
 /* Stores acc[c][r] (32 rows per column) into the item's dst rows below N. */
 static void store_cols(const mm_job* j, int64_t rt, uint32_t n_cols, uint8_t* const* outs, const float* acc) {
     const int64_t rows = j->n - rt * 32 < 32 ? j->n - rt * 32 : 32;
+    if (j->d->nb[0] == 4) { /* contiguous dst rows: one block copy per column */
+        for (uint32_t c = 0; c < n_cols; ++c) __builtin_memcpy(outs[c], acc + c * 32, (uint64_t)rows * 4u);
+        return;
+    }
     for (uint32_t c = 0; c < n_cols; ++c)
         for (int64_t r = 0; r < rows; ++r) *(float*)(outs[c] + (uint64_t)r * j->d->nb[0]) = acc[c * 32 + r];
 }

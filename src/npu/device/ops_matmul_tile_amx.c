@@ -51,7 +51,20 @@ void tsl_npu_mm_amx_reshape(uint32_t type, uint32_t tile_bytes, int64_t n_kt, co
         if (offset != 0)
             for (int v = 0; v < 16; ++v)
                 _mm512_storeu_si512((void*)(o + 64 * v), _mm512_sub_epi8(_mm512_loadu_si512((const void*)(o + 64 * v)), off));
-        tsl_npu_tile_scales(type, tile, (float*)(o + 1024), (float*)(o + 1152));
+        float* d = (float*)(o + 1024);
+        float* m = (float*)(o + 1152);
+        if (type == TSL_NPU_TYPE_MXFP4) {
+            tsl_npu_tile_scales(type, tile, d, m);
+            continue;
+        }
+        /* the fp16 scales (and Q4_1's mins, after them) widened 16 at a time: exact, as the scalar form */
+        const uint8_t* sc = tile + (type == TSL_NPU_TYPE_Q8_0 ? 1024 : 512);
+        for (int h = 0; h < 2; ++h) {
+            _mm512_storeu_ps(d + 16 * h, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(const void*)(sc + 32 * h))));
+            _mm512_storeu_ps(m + 16 * h, type == TSL_NPU_TYPE_Q4_1
+                                            ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(const void*)(sc + 64 + 32 * h)))
+                                            : _mm512_setzero_ps());
+        }
     }
 }
 
@@ -105,28 +118,44 @@ static void amx_col_scales(const tsl_npu_mm_tile_args* a, const uint8_t* const* 
         }
 }
 
-/* One half h (weight rows 16h .. 16h + 15) of one group of columns over blocks kt0 .. kt0 + nk - 1:
- * acc[c] (16 rows of column c) += per block float(C[c]) x (row scale x dx[c]) (Q4_1: + min x msx[c]).
- * has_min is a literal at each call (the function is inlined, the branch folds away). */
+/* Block kt's C for half h of a group into cbuf[kt & 1] (tile set kt & 1); stride 0: the quants
+ * of the n columns are first gathered into gathered[kt & 1] (its rows past n stay zero). */
+static inline __attribute__((always_inline)) void amx_block(const tsl_npu_mm_tile_args* a, const uint8_t* const* act, uint32_t n,
+                                                            uint64_t stride, int64_t kt, int h, uint8_t (*gathered)[16 * 32],
+                                                            int32_t (*cbuf)[16 * 16]) {
+    const int set = (int)(kt & 1);
+    const uint8_t* x = stride ? act[0] + kt * 32 : gathered[set];
+    if (!stride)
+        for (uint32_t c = 0; c < n; ++c) __builtin_memcpy(gathered[set] + 32 * c, act[c] + kt * 32, 32);
+    amx_dot(set, x, stride ? stride : 32, a->tiles + (uint64_t)kt * TSL_NPU_MM_MATRIX_TILE_BYTES + 512 * h, cbuf[set]);
+}
+
+/* One half h (weight rows 16h .. 16h + 15) of one group of n columns over blocks kt0 .. kt0 + nk - 1:
+ * per column c, 16 float accumulators (from out[32 c ..] when `carry`, else 0) += per block
+ * float(C[c]) x (row scale x dx[c]) (Q4_1: + min x msx[c]), stored back to out[32 c ..] for c < n.
+ * The next block's tile product is issued before the current block is scaled, so the matrix
+ * unit works while the vector unit scales. has_min is a literal at each call (the function is
+ * inlined, the branch folds away). */
 static inline __attribute__((always_inline)) void amx_half(const tsl_npu_mm_tile_args* a, const uint8_t* const* act, uint32_t n,
                                                            uint64_t stride, int64_t kt0, int64_t nk, int h, const int has_min,
-                                                           const float* dx, const float* msx, __m512* acc) {
+                                                           const float* dx, const float* msx, int carry, float* out) {
     _Alignas(64) int32_t cbuf[2][16 * 16];
     _Alignas(64) uint8_t gathered[2][16 * 32];
     if (!stride) __builtin_memset(gathered, 0, sizeof gathered);
+    __m512 acc[16];
+#pragma GCC unroll 16
+    for (int c = 0; c < 16; ++c) acc[c] = carry && (uint32_t)c < n ? _mm512_loadu_ps(out + 32 * c) : _mm512_setzero_ps();
+    amx_block(a, act, n, stride, kt0, h, gathered, cbuf);
     for (int64_t k = 0; k < nk; ++k) {
         const int64_t kt = kt0 + k;
-        const int set = (int)(kt & 1);
+        if (k + 1 < nk) amx_block(a, act, n, stride, kt + 1, h, gathered, cbuf);
         const uint8_t* w = a->tiles + (uint64_t)kt * TSL_NPU_MM_MATRIX_TILE_BYTES;
-        const uint8_t* x = stride ? act[0] + kt * 32 : gathered[set];
-        if (!stride)
-            for (uint32_t c = 0; c < n; ++c) __builtin_memcpy(gathered[set] + 32 * c, act[c] + kt * 32, 32);
-        amx_dot(set, x, stride ? stride : 32, w + 512 * h, cbuf[set]);
+        const int32_t* cb = cbuf[kt & 1];
         const __m512 dw = _mm512_loadu_ps((const float*)(w + 1024) + 16 * h);
         const float* dxk = dx + 16 * k;
 #pragma GCC unroll 16
         for (int c = 0; c < 16; ++c) {
-            const __m512 cf = _mm512_cvtepi32_ps(_mm512_load_si512((const void*)(cbuf[set] + 16 * c)));
+            const __m512 cf = _mm512_cvtepi32_ps(_mm512_load_si512((const void*)(cb + 16 * c)));
             acc[c] = _mm512_fmadd_ps(cf, _mm512_mul_ps(dw, _mm512_set1_ps(dxk[c])), acc[c]);
         }
         if (has_min) {
@@ -136,6 +165,9 @@ static inline __attribute__((always_inline)) void amx_half(const tsl_npu_mm_tile
             for (int c = 0; c < 16; ++c) acc[c] = _mm512_fmadd_ps(mw, _mm512_set1_ps(msk[c]), acc[c]);
         }
     }
+#pragma GCC unroll 16
+    for (int c = 0; c < 16; ++c) /* constant indices keep acc in registers */
+        if ((uint32_t)c < n) _mm512_storeu_ps(out + 32 * c, acc[c]);
 }
 
 void tsl_npu_mm_tile_cols_amx(const tsl_npu_mm_tile_args* a) {
@@ -156,15 +188,10 @@ void tsl_npu_mm_tile_cols_amx(const tsl_npu_mm_tile_args* a) {
             amx_col_scales(a, act, n, stride, kt0, nk, has_min, dx, msx);
             for (int h = 0; h < 2; ++h) {
                 float* out = a->acc + g * 32u + 16u * (uint32_t)h;
-                __m512 acc[16];
-#pragma GCC unroll 16
-                for (int c = 0; c < 16; ++c)
-                    acc[c] = kt0 > 0 && (uint32_t)c < n ? _mm512_loadu_ps(out + 32 * c) : _mm512_setzero_ps();
                 if (has_min)
-                    amx_half(a, act, n, stride, kt0, nk, h, 1, dx, msx, acc);
+                    amx_half(a, act, n, stride, kt0, nk, h, 1, dx, msx, kt0 > 0, out);
                 else
-                    amx_half(a, act, n, stride, kt0, nk, h, 0, dx, msx, acc);
-                for (uint32_t c = 0; c < n; ++c) _mm512_storeu_ps(out + 32 * c, acc[c]);
+                    amx_half(a, act, n, stride, kt0, nk, h, 0, dx, msx, kt0 > 0, out);
             }
         }
     }
