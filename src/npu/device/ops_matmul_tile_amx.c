@@ -68,22 +68,28 @@ void tsl_npu_mm_amx_reshape(uint32_t type, uint32_t tile_bytes, int64_t n_kt, co
     }
 }
 
-/* C = A . B on tile set `set` (0: tiles 0/2/4, 1: tiles 1/3/5), stored to c (16 x 16 int32). The
- * tile numbers must be literals (the intrinsics paste them into the instruction). */
-static inline void amx_dot(int set, const uint8_t* a, uint64_t a_stride, const uint8_t* b, int32_t* c) {
+/* C = A . B on tile set `set` (0: tiles 0/2/4, 1: tiles 1/3/5), left in the set's C tile; store
+ * writes that C tile to c (16 x 16 int32). The tile numbers must be literals (the intrinsics paste
+ * them into the instruction). */
+static inline void amx_dot(int set, const uint8_t* a, uint64_t a_stride, const uint8_t* b) {
     if (set == 0) {
         _tile_zero(0);
         _tile_loadd(2, a, (long)a_stride);
         _tile_loadd(4, b, 64);
         _tile_dpbssd(0, 2, 4);
-        _tile_stored(0, c, 64);
     } else {
         _tile_zero(1);
         _tile_loadd(3, a, (long)a_stride);
         _tile_loadd(5, b, 64);
         _tile_dpbssd(1, 3, 5);
-        _tile_stored(1, c, 64);
     }
+}
+
+static inline void amx_store(int set, int32_t* c) {
+    if (set == 0)
+        _tile_stored(0, c, 64);
+    else
+        _tile_stored(1, c, 64);
 }
 
 /* Blocks whose column scales are laid out together (two stack arrays of AMX_CHUNK x 16 floats);
@@ -118,23 +124,24 @@ static void amx_col_scales(const tsl_npu_mm_tile_args* a, const uint8_t* const* 
         }
 }
 
-/* Block kt's C for half h of a group into cbuf[kt & 1] (tile set kt & 1); stride 0: the quants
- * of the n columns are first gathered into gathered[kt & 1] (its rows past n stay zero). */
+/* Block kt's product for half h of a group on tile set kt & 1 (stored later with amx_store);
+ * stride 0: the quants of the n columns are first gathered into gathered[kt & 1] (its rows past n
+ * stay zero). */
 static inline __attribute__((always_inline)) void amx_block(const tsl_npu_mm_tile_args* a, const uint8_t* const* act, uint32_t n,
-                                                            uint64_t stride, int64_t kt, int h, uint8_t (*gathered)[16 * 32],
-                                                            int32_t (*cbuf)[16 * 16]) {
+                                                            uint64_t stride, int64_t kt, int h, uint8_t (*gathered)[16 * 32]) {
     const int set = (int)(kt & 1);
     const uint8_t* x = stride ? act[0] + kt * 32 : gathered[set];
     if (!stride)
         for (uint32_t c = 0; c < n; ++c) __builtin_memcpy(gathered[set] + 32 * c, act[c] + kt * 32, 32);
-    amx_dot(set, x, stride ? stride : 32, a->tiles + (uint64_t)kt * TSL_NPU_MM_MATRIX_TILE_BYTES + 512 * h, cbuf[set]);
+    amx_dot(set, x, stride ? stride : 32, a->tiles + (uint64_t)kt * TSL_NPU_MM_MATRIX_TILE_BYTES + 512 * h);
 }
 
 /* One half h (weight rows 16h .. 16h + 15) of one group of n columns over blocks kt0 .. kt0 + nk - 1:
  * per column c, 16 float accumulators (from out[32 c ..] when `carry`, else 0) += per block
  * float(C[c]) x (row scale x dx[c]) (Q4_1: + min x msx[c]), stored back to out[32 c ..] for c < n.
- * The next block's tile product is issued before the current block is scaled, so the matrix
- * unit works while the vector unit scales. has_min is a literal at each call (the function is
+ * Software-pipelined two blocks deep: after block k is scaled (read from cbuf), block k + 1's
+ * product (computed meanwhile) is stored and block k + 2's issued, so the matrix unit works while
+ * the vector unit scales and the scaling never reads a buffer a tile store has just written. has_min is a literal at each call (the function is
  * inlined, the branch folds away). */
 static inline __attribute__((always_inline)) void amx_half(const tsl_npu_mm_tile_args* a, const uint8_t* const* act, uint32_t n,
                                                            uint64_t stride, int64_t kt0, int64_t nk, int h, const int has_min,
@@ -145,10 +152,11 @@ static inline __attribute__((always_inline)) void amx_half(const tsl_npu_mm_tile
     __m512 acc[16];
 #pragma GCC unroll 16
     for (int c = 0; c < 16; ++c) acc[c] = carry && (uint32_t)c < n ? _mm512_loadu_ps(out + 32 * c) : _mm512_setzero_ps();
-    amx_block(a, act, n, stride, kt0, h, gathered, cbuf);
+    amx_block(a, act, n, stride, kt0, h, gathered);
+    if (nk > 1) amx_block(a, act, n, stride, kt0 + 1, h, gathered);
+    amx_store((int)(kt0 & 1), cbuf[kt0 & 1]);
     for (int64_t k = 0; k < nk; ++k) {
         const int64_t kt = kt0 + k;
-        if (k + 1 < nk) amx_block(a, act, n, stride, kt + 1, h, gathered, cbuf);
         const uint8_t* w = a->tiles + (uint64_t)kt * TSL_NPU_MM_MATRIX_TILE_BYTES;
         const int32_t* cb = cbuf[kt & 1];
         const __m512 dw = _mm512_loadu_ps((const float*)(w + 1024) + 16 * h);
@@ -164,6 +172,8 @@ static inline __attribute__((always_inline)) void amx_half(const tsl_npu_mm_tile
 #pragma GCC unroll 16
             for (int c = 0; c < 16; ++c) acc[c] = _mm512_fmadd_ps(mw, _mm512_set1_ps(msk[c]), acc[c]);
         }
+        if (k + 1 < nk) amx_store((int)((kt + 1) & 1), cbuf[(kt + 1) & 1]);
+        if (k + 2 < nk) amx_block(a, act, n, stride, kt + 2, h, gathered);
     }
 #pragma GCC unroll 16
     for (int c = 0; c < 16; ++c) /* constant indices keep acc in registers */
