@@ -232,7 +232,13 @@ static void tiled_work(void* arg, uint32_t worker, uint32_t n_workers) {
         int64_t cursor = 0;
         uint32_t n_cols;
         while ((n_cols = next_cols(j, rt, matrix, i2, i3, &cursor, rows, outs)) > 0) {
-            for (uint32_t c = 0; c < n_cols; ++c) act[c] = j->act + (uint64_t)rows[c] * j->act_row_bytes;
+            for (uint32_t c = 0; c < n_cols; ++c) {
+                act[c] = j->act + (uint64_t)rows[c] * j->act_row_bytes;
+                /* the columns' dst rows are far apart (N floats): ask for their lines now, for
+                 * writing, so the misses overlap the pass instead of stalling store_cols */
+                __builtin_prefetch(outs[c], 1, 3);
+                __builtin_prefetch(outs[c] + 64, 1, 3);
+            }
             const tsl_npu_mm_tile_args a = {j->w->type, j->tile_bytes, j->n_kt, tiles, n_cols, act,
                                             j->q_bytes,  j->s_bytes,    acc};
             j->tile_fn(&a);
