@@ -71,9 +71,11 @@ TEST(NpuDeviceMatmul, Q8QuantizerIsBitExactWithQ8_0Reference) {
 bool has_avx512vnni();
 
 /// The matmul's row quantizer in both builds (plain C; AVX-512 where the CPU has it) against the
-/// Q8_0 reference row: the same quants, the fp16 d widened to float, the quants' sums.
+/// Q8_0 reference row: the same quants, the fp16 d widened to float, the quants' sums (blocks
+/// holding a NaN: the same bits as the plain C form).
 TEST(NpuDeviceMatmul, Q8RowQuantizerBothFormsAreBitExactWithQ8_0Reference) {
-    std::vector<float> x = random_floats(32 * 96, 17, -30.0f, 30.0f);
+    // 101 blocks: six runs of 16 (the AVX-512 form's batches) and a tail of 5
+    std::vector<float> x = random_floats(32 * 101, 17, -30.0f, 30.0f);
     for (int j = 0; j < 32; ++j) {
         x[j] = 0.0f;
         x[32 + j] = (j - 16) * 0.25f;                                           // ties at q = +-x.5
@@ -83,7 +85,11 @@ TEST(NpuDeviceMatmul, Q8RowQuantizerBothFormsAreBitExactWithQ8_0Reference) {
         x[160 + j] = 1e-39f * static_cast<float>(j % 7 - 3);                   // subnormal amax
         x[192 + j] = j == 0 ? 65504.0f * 127.0f * 1.01f : 1.0f;                 // d rounds to fp16 Inf
         x[224 + j] = static_cast<float>(j) - 15.5f;                             // .5 grid
+        x[32 * 99 + j] = (j - 16) * 0.5f;                                      // ties in the tail
     }
+    // NaN blocks (one in a batch of 16, one in the tail): the forms must agree with each other
+    const std::vector<int64_t> nan_blocks{20, 97};
+    for (int64_t b : nan_blocks) x[static_cast<size_t>(b * 32 + 7)] = std::numeric_limits<float>::quiet_NaN();
     const int64_t k = static_cast<int64_t>(x.size()), nb = k / 32;
     std::vector<quant::block_q8_0> ref(static_cast<size_t>(nb));
     quant::quantize_row(DType::Q8_0, x.data(), ref.data(), k);
@@ -92,12 +98,22 @@ TEST(NpuDeviceMatmul, Q8RowQuantizerBothFormsAreBitExactWithQ8_0Reference) {
 #if defined(__x86_64__) || defined(__i386__)
     if (has_avx512vnni()) forms.emplace_back("avx512vnni", tsl_npu_mm_quantize_avx512vnni);
 #endif
+    std::vector<int8_t> q0;
+    std::vector<float> d0;
+    std::vector<int32_t> sums0;
     for (const auto& [name, quantize] : forms) {
         std::vector<int8_t> q(static_cast<size_t>(k));
         std::vector<float> d(static_cast<size_t>(nb));
         std::vector<int32_t> sums(static_cast<size_t>(nb));
         quantize(x.data(), k, q.data(), d.data(), sums.data());
+        if (q0.empty()) q0 = q, d0 = d, sums0 = sums;  // the plain C form
+        for (int64_t b : nan_blocks) {
+            ASSERT_EQ(std::memcmp(&d[b], &d0[b], 4), 0) << name << " NaN block " << b;
+            ASSERT_EQ(std::memcmp(&q[b * 32], &q0[b * 32], 32), 0) << name << " NaN block " << b;
+            ASSERT_EQ(sums[b], sums0[b]) << name << " NaN block " << b;
+        }
         for (int64_t b = 0; b < nb; ++b) {
+            if (std::find(nan_blocks.begin(), nan_blocks.end(), b) != nan_blocks.end()) continue;  // checked above
             const float want_d = tsl_npu_half_to_float(ref[b].d);
             ASSERT_EQ(std::memcmp(&d[b], &want_d, 4), 0) << name << " block " << b;
             ASSERT_EQ(std::memcmp(&q[b * 32], ref[b].qs, 32), 0) << name << " block " << b;
