@@ -11,8 +11,9 @@
  * scale x quant sum) and summed over K in 16 AVX-512 accumulators (one per column). The column
  * scales (and Q4_1's scale x sum) of a group are laid out block-major once per chunk of blocks
  * (gathered 16 at a time when the columns are evenly spaced), so each block broadcasts them from
- * one array for both halves of the row tile. Tile sets alternate between even and odd blocks so
- * consecutive blocks do not wait on each other.
+ * one array for both halves of the row tile. Tile sets alternate between even and odd blocks and
+ * the products run ahead of the scaling (amx_half), so consecutive blocks do not wait on each
+ * other.
  * Tiles: 0, 1 = C (16 x 64 bytes), 2, 3 = A (16 x 32 bytes), 4, 5 = B (8 x 64 bytes). */
 #include "npu/device/ops_matmul.h"
 #include "npu/device/ops_matmul_decode.h"
