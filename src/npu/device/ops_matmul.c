@@ -27,7 +27,6 @@
  * Scratch: tsl_npu_matmul_scratch (proto.h), exactly what the host stated. */
 #include "npu/device/ops.h"
 #include "npu/device/ops_matmul.h"
-#include "npu/device/vec_i8.h"
 
 typedef struct mm_job {
     tsl_npu_op_ctx* c;
