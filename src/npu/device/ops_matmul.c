@@ -27,7 +27,6 @@
  * Scratch: tsl_npu_matmul_scratch (proto.h), exactly what the host stated. */
 #include "npu/device/ops.h"
 #include "npu/device/ops_matmul.h"
-#include "npu/device/vec_i8.h"
 
 typedef struct mm_job {
     tsl_npu_op_ctx* c;
@@ -47,6 +46,7 @@ typedef struct mm_job {
     void (*tile_fn)(const tsl_npu_mm_tile_args*);
     tsl_npu_mm_widen_fn widen_fn;
     tsl_npu_mm_dot_fn dot_fn;
+    tsl_npu_mm_quantize_fn quantize_fn;
 } mm_job;
 
 static uint64_t align64(uint64_t n) { return tsl_npu_align_up(n, 64); }
@@ -142,6 +142,10 @@ static uint32_t next_cols(const mm_job* j, int64_t rt, int64_t matrix, int64_t i
 /* Stores acc[c][r] (32 rows per column) into the item's dst rows below N. */
 static void store_cols(const mm_job* j, int64_t rt, uint32_t n_cols, uint8_t* const* outs, const float* acc) {
     const int64_t rows = j->n - rt * 32 < 32 ? j->n - rt * 32 : 32;
+    if (j->d->nb[0] == 4) { /* contiguous dst rows: one block copy per column */
+        for (uint32_t c = 0; c < n_cols; ++c) __builtin_memcpy(outs[c], acc + c * 32, (uint64_t)rows * 4u);
+        return;
+    }
     for (uint32_t c = 0; c < n_cols; ++c)
         for (int64_t r = 0; r < rows; ++r) *(float*)(outs[c] + (uint64_t)r * j->d->nb[0]) = acc[c * 32 + r];
 }
@@ -166,7 +170,7 @@ static void quantize_work(void* arg, uint32_t worker, uint32_t n_workers) {
         int64_t i1, i2, i3;
         tsl_npu_row_coords(j->x, r, &i1, &i2, &i3);
         uint8_t* row = j->act + (uint64_t)r * j->act_row_bytes;
-        tsl_npu_quantize_q8_row((const float*)tsl_npu_elem(j->x, 0, i1, i2, i3), j->k, (int8_t*)row,
+        j->quantize_fn((const float*)tsl_npu_elem(j->x, 0, i1, i2, i3), j->k, (int8_t*)row,
                                 (float*)(row + j->q_bytes), (int32_t*)(row + j->q_bytes + j->s_bytes));
     }
 }
@@ -227,7 +231,13 @@ static void tiled_work(void* arg, uint32_t worker, uint32_t n_workers) {
         int64_t cursor = 0;
         uint32_t n_cols;
         while ((n_cols = next_cols(j, rt, matrix, i2, i3, &cursor, rows, outs)) > 0) {
-            for (uint32_t c = 0; c < n_cols; ++c) act[c] = j->act + (uint64_t)rows[c] * j->act_row_bytes;
+            for (uint32_t c = 0; c < n_cols; ++c) {
+                act[c] = j->act + (uint64_t)rows[c] * j->act_row_bytes;
+                /* the columns' dst rows are far apart (N floats): ask for their lines now, for
+                 * writing, so the misses overlap the pass instead of stalling store_cols */
+                __builtin_prefetch(outs[c], 1, 3);
+                __builtin_prefetch(outs[c] + 64, 1, 3);
+            }
             const tsl_npu_mm_tile_args a = {j->w->type, j->tile_bytes, j->n_kt, tiles, n_cols, act,
                                             j->q_bytes,  j->s_bytes,    acc};
             j->tile_fn(&a);
@@ -307,11 +317,13 @@ static int32_t mm_run(tsl_npu_op_ctx* c, int is_id) {
     j.tile_fn = tsl_npu_mm_tile_cols_c;
     j.widen_fn = tsl_npu_mm_widen_c;
     j.dot_fn = tsl_npu_mm_dot_c;
+    j.quantize_fn = tsl_npu_mm_quantize_c;
 #if defined(__x86_64__) || defined(__i386__)
     if (c->platform->isa & TSL_NPU_ISA_AVX512VNNI) {
         j.tile_fn = tsl_npu_mm_tile_cols_avx512vnni;
         j.widen_fn = tsl_npu_mm_widen_avx512vnni;
         j.dot_fn = tsl_npu_mm_dot_avx512vnni;
+        j.quantize_fn = tsl_npu_mm_quantize_avx512vnni;
     }
     if (c->platform->isa & TSL_NPU_ISA_AVX512VBMI) {
         j.tile_fn = tsl_npu_mm_tile_cols_avx512vbmi;

@@ -36,9 +36,15 @@ typedef struct tsl_npu_mm_tile_args {
 typedef void (*tsl_npu_mm_widen_fn)(const uint16_t* h, float* out, int64_t k);
 typedef float (*tsl_npu_mm_dot_fn)(const float* a, const float* b, int64_t k);
 
+/* The tiled kernels' activation quantizer: vec_i8.h's tsl_npu_quantize_q8_row (a row of k floats,
+ * k % 32 == 0 -> k Q8 quants, k/32 float scales, k/32 int32 quant sums), one build per ISA;
+ * both give the same bits. */
+typedef void (*tsl_npu_mm_quantize_fn)(const float* x, int64_t k, int8_t* q, float* d, int32_t* sums);
+
 void tsl_npu_mm_tile_cols_c(const tsl_npu_mm_tile_args* a);
 void tsl_npu_mm_widen_c(const uint16_t* h, float* out, int64_t k);
 float tsl_npu_mm_dot_c(const float* a, const float* b, int64_t k);
+void tsl_npu_mm_quantize_c(const float* x, int64_t k, int8_t* q, float* d, int32_t* sums);
 #if defined(__x86_64__) || defined(__i386__)
 void tsl_npu_mm_tile_cols_avx512vnni(const tsl_npu_mm_tile_args* a);
 void tsl_npu_mm_widen_avx512vnni(const uint16_t* h, float* out, int64_t k);
@@ -46,6 +52,7 @@ float tsl_npu_mm_dot_avx512vnni(const float* a, const float* b, int64_t k);
 void tsl_npu_mm_tile_cols_avx512vbmi(const tsl_npu_mm_tile_args* a);
 void tsl_npu_mm_widen_avx512vbmi(const uint16_t* h, float* out, int64_t k);
 float tsl_npu_mm_dot_avx512vbmi(const float* a, const float* b, int64_t k);
+void tsl_npu_mm_quantize_avx512vnni(const float* x, int64_t k, int8_t* q, float* d, int32_t* sums);
 
 /* The matrix unit (AMX-INT8; only where the platform's isa has TSL_NPU_ISA_AMX_INT8):
  *  - begin loads the kernel's tile configuration on the calling thread, end releases the tiles;

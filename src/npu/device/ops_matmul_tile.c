@@ -5,6 +5,10 @@
 #define TSL_MM_DOT_FN tsl_npu_mm_dot_c
 #include "npu/device/ops_matmul_tile.inc"
 
+void tsl_npu_mm_quantize_c(const float* x, int64_t k, int8_t* q, float* d, int32_t* sums) {
+    tsl_npu_quantize_q8_row(x, k, q, d, sums);
+}
+
 /* MXFP4's E8M0 exponent e as the float 2^(e - 128) (half the block scale 2^(e - 127), the GGUF
  * dequantization pairs it with twice the E2M1 value); e < 2 gives the subnormals 2^-128, 2^-127. */
 static float e8m0_half(uint8_t e) {

@@ -132,10 +132,74 @@ static inline uint16_t tsl_npu_quantize_q8_block(const float* x, int8_t* q, int3
     return tsl_npu_float_to_half(d);
 }
 
+#ifdef TSL_VI8_AVX512
+/* Block x's 32 quants at q from its inverse scale id (as tsl_npu_quantize_q8_block: the same IEEE
+ * product per lane, the same truncate-then-compare rounding, |v| < 2^31 else 0 (Inf * 0)); returns
+ * their sum (exact). */
+static inline int32_t tsl_npu_q8_quants_avx512(const float* x, float id, int8_t* q) {
+    __m512i qi[2];
+    for (int h = 0; h < 2; ++h) {
+        const __m512 v = _mm512_mul_ps(_mm512_loadu_ps(x + 16 * h), _mm512_set1_ps(id));
+        const __m512 a = _mm512_abs_ps(v);
+        const __mmask16 ok = _mm512_cmp_ps_mask(a, _mm512_set1_ps(2147483648.0f), _CMP_LT_OQ);
+        __m512i i = _mm512_maskz_cvttps_epi32(ok, a);
+        const __mmask16 up = _mm512_cmp_ps_mask(_mm512_sub_ps(a, _mm512_cvtepi32_ps(i)), _mm512_set1_ps(0.5f), _CMP_GE_OQ);
+        i = _mm512_mask_add_epi32(i, up & ok, i, _mm512_set1_epi32(1));
+        const __mmask16 neg = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
+        qi[h] = _mm512_mask_sub_epi32(i, neg, _mm512_setzero_si512(), i);
+        _mm_storeu_si128((__m128i*)(void*)(q + 16 * h), _mm512_cvtepi32_epi8(qi[h]));
+    }
+    return _mm512_reduce_add_epi32(_mm512_add_epi32(qi[0], qi[1]));
+}
+
+/* One block as tsl_npu_quantize_q8_block, bit-exact with it (d and 1 / d the same scalar float
+ * operations; a block holding a NaN takes the scalar form). */
+static inline uint16_t tsl_npu_quantize_q8_block_avx512(const float* x, int8_t* q, int32_t* qsum) {
+    const __m512 lo = _mm512_loadu_ps(x), hi = _mm512_loadu_ps(x + 16);
+    if (_mm512_cmp_ps_mask(lo, lo, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(hi, hi, _CMP_UNORD_Q))
+        return tsl_npu_quantize_q8_block(x, q, qsum);
+    const float d = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(lo), _mm512_abs_ps(hi))) / 127.0f;
+    *qsum = tsl_npu_q8_quants_avx512(x, d != 0.0f ? 1.0f / d : 0.0f, q);
+    return tsl_npu_float_to_half(d);
+}
+
+/* 16 consecutive blocks (512 floats) as tsl_npu_quantize_q8_row quantizes them, bit-exact with
+ * tsl_npu_quantize_q8_block: each amax is a maximum (exact in any order); d = amax / 127, 1 / d and
+ * d's fp16 rounding (IEEE round to nearest even, F16C) are the same IEEE operations done 16 blocks
+ * at a time. A block holding a NaN is redone by the scalar form (its amax depends on the order). */
+static inline void tsl_npu_quantize_q8_16_avx512(const float* x, int8_t* q, float* d, int32_t* sums) {
+    _Alignas(64) float amax[16], id[16];
+    __mmask16 nan = 0;
+    for (int b = 0; b < 16; ++b) {
+        const __m512 lo = _mm512_loadu_ps(x + 32 * b), hi = _mm512_loadu_ps(x + 32 * b + 16);
+        if (_mm512_cmp_ps_mask(lo, lo, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(hi, hi, _CMP_UNORD_Q)) nan |= (__mmask16)(1u << b);
+        amax[b] = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(lo), _mm512_abs_ps(hi)));
+    }
+    const __m512 dv = _mm512_div_ps(_mm512_load_ps(amax), _mm512_set1_ps(127.0f));
+    const __mmask16 nz = _mm512_cmp_ps_mask(dv, _mm512_setzero_ps(), _CMP_NEQ_UQ);
+    _mm512_store_ps(id, _mm512_maskz_div_ps(nz, _mm512_set1_ps(1.0f), dv));
+    _mm512_storeu_ps(d, _mm512_cvtph_ps(_mm512_cvtps_ph(dv, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+    for (int b = 0; b < 16; ++b) {
+        if (nan & (1u << b)) {
+            d[b] = tsl_npu_half_to_float(tsl_npu_quantize_q8_block(x + 32 * b, q + 32 * b, &sums[b]));
+            continue;
+        }
+        sums[b] = tsl_npu_q8_quants_avx512(x + 32 * b, id[b], q + 32 * b);
+    }
+}
+#endif
+
 /* A row of k floats (k % 32 == 0) -> k quants, k/32 scales (the fp16 d widened to float, as the
- * Q8_0 block stores it) and k/32 quant sums. */
+ * Q8_0 block stores it) and k/32 quant sums. Same bits in both forms (plain C; AVX-512: 16
+ * blocks at a time, then one at a time). */
 static inline void tsl_npu_quantize_q8_row(const float* x, int64_t k, int8_t* q, float* d, int32_t* sums) {
-    for (int64_t b = 0; b < k / 32; ++b) d[b] = tsl_npu_half_to_float(tsl_npu_quantize_q8_block(x + 32 * b, q + 32 * b, &sums[b]));
+    int64_t b = 0;
+#ifdef TSL_VI8_AVX512
+    for (; b + 16 <= k / 32; b += 16) tsl_npu_quantize_q8_16_avx512(x + 32 * b, q + 32 * b, d + b, sums + b);
+    for (; b < k / 32; ++b) d[b] = tsl_npu_half_to_float(tsl_npu_quantize_q8_block_avx512(x + 32 * b, q + 32 * b, &sums[b]));
+#else
+    for (; b < k / 32; ++b) d[b] = tsl_npu_half_to_float(tsl_npu_quantize_q8_block(x + 32 * b, q + 32 * b, &sums[b]));
+#endif
 }
 
 /* The float side of a quantized block product, 16 rows at once: for i < 16,
