@@ -19,8 +19,10 @@
 extern "C" {
 void tsl_test_vec_lanes_c(const float* a, const float* b, int n, float* out);
 void tsl_test_half_row_c(const uint16_t* src, float* dst, int64_t n);
+void tsl_test_transpose_c(const float* in, float* out);
 #if defined(__x86_64__)
 void tsl_test_vec_lanes_avx512(const float* a, const float* b, int n, float* out);
+void tsl_test_transpose_avx512(const float* in, float* out);
 void tsl_test_half_row_avx512(const uint16_t* src, float* dst, int64_t n);
 #endif
 }
@@ -28,7 +30,7 @@ void tsl_test_half_row_avx512(const uint16_t* src, float* dst, int64_t n);
 namespace tessel::test {
 namespace {
 
-constexpr int kResults = 240;  // floats written by tsl_test_vec_lanes_*
+constexpr int kResults = 256;  // floats written by tsl_test_vec_lanes_*
 
 bool has_avx512() {
 #if defined(__x86_64__)
@@ -85,16 +87,36 @@ TEST(NpuDeviceVecIsa, Avx512LanesEqualThePlainCLanes) {
         for (int i = 1; i < 16; ++i) m = a[i] > m ? a[i] : m;
         ASSERT_TRUE(same(c_out[225], m)) << iter;
         ASSERT_TRUE(same(c_out[228], c_out[176])) << iter;  // expf is lane 0 of the vector exp
+        bool nlt = false;
+        for (int i = 0; i < 16; ++i) nlt = nlt || !(a[i] < b[i]);
+        ASSERT_EQ(c_out[231], nlt ? 1.0f : 0.0f) << iter;
+        int8_t bytes[16];
+        std::memcpy(bytes, a, 16);
+        for (int i = 0; i < 16; ++i) ASSERT_EQ(c_out[240 + i], static_cast<float>(bytes[i])) << iter;
         if (!avx512) continue;
         tsl_test_vec_lanes_avx512(a, b, n, x_out);
         for (int i = 0; i < kResults; ++i) ASSERT_TRUE(same(x_out[i], c_out[i])) << "iter " << iter << " float " << i;
     }
 }
 
+TEST(NpuDeviceVecIsa, TransposeSwapsRowsAndColumns) {
+    float in[256], c_out[256];
+    for (int i = 0; i < 256; ++i) in[i] = static_cast<float>(i) + 0.5f;  // every entry distinct
+    tsl_test_transpose_c(in, c_out);
+    for (int i = 0; i < 16; ++i)
+        for (int j = 0; j < 16; ++j) ASSERT_EQ(c_out[16 * i + j], in[16 * j + i]) << i << "," << j;
+    if (!has_avx512()) return;  // no AVX-512 transpose to compare on this CPU
+#if defined(__x86_64__)
+    float x_out[256];
+    tsl_test_transpose_avx512(in, x_out);
+    ASSERT_EQ(std::memcmp(x_out, c_out, sizeof c_out), 0);
+#endif
+}
+
 TEST(NpuDeviceVecIsa, HalfRowConversionEqualsTheScalarOneForEveryHalf) {
     std::vector<uint16_t> h(65536 + 5);  // + 5: a tail shorter than a vector
     for (size_t i = 0; i < h.size(); ++i) h[i] = static_cast<uint16_t>(i * 40503u);
-    std::vector<float> c(h.size()), x(h.size());
+    std::vector<float> c(h.size());
     tsl_test_half_row_c(h.data(), c.data(), static_cast<int64_t>(h.size()));
     for (size_t i = 0; i < h.size(); ++i) {
         const float want = fp16_to_fp32(h[i]);
@@ -102,6 +124,7 @@ TEST(NpuDeviceVecIsa, HalfRowConversionEqualsTheScalarOneForEveryHalf) {
     }
     if (!has_avx512()) return;  // no AVX-512 conversion to compare on this CPU
 #if defined(__x86_64__)
+    std::vector<float> x(h.size());
     tsl_test_half_row_avx512(h.data(), x.data(), static_cast<int64_t>(h.size()));
     ASSERT_EQ(std::memcmp(x.data(), c.data(), c.size() * 4), 0);  // NaN payloads included
 #endif

@@ -113,6 +113,16 @@ static inline tsl_vf tsl_vf_load_n(const float* p, int n, float fill) {
     return r;
 #endif
 }
+/* 16 int8 values from p (any alignment) as floats (exact). */
+static inline tsl_vf tsl_vf_load_i8(const int8_t* p) {
+#ifdef TSL_VF_AVX512
+    return tsl_vf_of(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i*)(const void*)p))));
+#else
+    tsl_vf r;
+    for (int i = 0; i < TSL_VF_LANES; ++i) r.v[i] = (float)p[i];
+    return r;
+#endif
+}
 static inline void tsl_vf_store(float* p, tsl_vf a) { __builtin_memcpy(p, a.v, sizeof a.v); }
 static inline void tsl_vf_storeu(float* p, tsl_vf a) { __builtin_memcpy(p, a.v, sizeof a.v); }
 /* Stores the first n lanes (0 <= n <= 16). */
@@ -173,6 +183,51 @@ static inline tsl_vf tsl_vf_keep_n(tsl_vf a, int n, float fill) {
 #else
     for (int i = n; i < TSL_VF_LANES; ++i) a.v[i] = fill;
     return a;
+#endif
+}
+
+/* Whether some lane has !(a < b) (a >= b, or either NaN). */
+static inline int tsl_vf_any_nlt(tsl_vf a, tsl_vf b) {
+#ifdef TSL_VF_AVX512
+    return _mm512_cmp_ps_mask(a.m, b.m, _CMP_NLT_UQ) != 0;
+#else
+    int any = 0;
+    for (int i = 0; i < TSL_VF_LANES; ++i) any |= !(a.v[i] < b.v[i]);
+    return any;
+#endif
+}
+
+/* Transposes the 16 x 16 matrix whose row i is m[i], in place: afterwards lane j of m[i] holds
+ * what lane i of m[j] held. */
+static inline void tsl_vf_transpose16(tsl_vf* m) {
+#ifdef TSL_VF_AVX512
+    __m512 t[16], u[16];
+    for (int i = 0; i < 16; i += 2) { /* per 128-bit lane: rows i, i + 1 interleaved */
+        t[i] = _mm512_unpacklo_ps(m[i].m, m[i + 1].m);
+        t[i + 1] = _mm512_unpackhi_ps(m[i].m, m[i + 1].m);
+    }
+    for (int g = 0; g < 4; ++g) { /* u[4g + c], 128-bit lane L: column 4L + c of rows 4g .. 4g + 3 */
+        u[4 * g] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
+        u[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0xee);
+        u[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
+        u[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xee);
+    }
+    for (int c = 0; c < 4; ++c) { /* column 4L + c: 128-bit lane L of u[c], u[4 + c], u[8 + c], u[12 + c] */
+        const __m512 x0 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x88), x1 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xdd);
+        const __m512 y0 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x88);
+        const __m512 y1 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xdd);
+        m[c].m = _mm512_shuffle_f32x4(x0, y0, 0x88);
+        m[4 + c].m = _mm512_shuffle_f32x4(x1, y1, 0x88);
+        m[8 + c].m = _mm512_shuffle_f32x4(x0, y0, 0xdd);
+        m[12 + c].m = _mm512_shuffle_f32x4(x1, y1, 0xdd);
+    }
+#else
+    for (int i = 0; i < TSL_VF_LANES; ++i)
+        for (int j = i + 1; j < TSL_VF_LANES; ++j) {
+            const float x = m[i].v[j];
+            m[i].v[j] = m[j].v[i];
+            m[j].v[i] = x;
+        }
 #endif
 }
 
