@@ -36,8 +36,7 @@
  * the same results; the scalar forms tsl_npu_expf, tsl_npu_tanhf and
  * tsl_npu_sigmoidf are lane 0 of the vector ones (equal results).
  *
- * What comes next: the matmul work adds int8 vectors (64 lanes) with int8 x int8 -> int32 dot
- * products of 4-element groups (AVX-512 VNNI / HVX vrmpy), which the quantized-tile kernels use.
+ * The integer vectors (int8 x int8 -> int32 dot products of 4-element groups) are vec_i8.h.
  */
 #ifndef TESSEL_NPU_DEVICE_VEC_H
 #define TESSEL_NPU_DEVICE_VEC_H
