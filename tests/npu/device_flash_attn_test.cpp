@@ -1,7 +1,9 @@
 // The device's FLASH_ATTN_EXT (src/npu/device/ops_flash_attn.c) run through tsl_npu_device_run on
 // the posix platform (2 workers), against attention computed here in double by the reference's
-// formulas (src/cpu/ref/flash_attn.cpp) from the same F16 / Q8_0 values; and the checks that
-// refuse what the op does not take, and a plan stating too little scratch.
+// formulas (src/cpu/ref/flash_attn.cpp) from the same F16 / Q8_0 values: the plain C kernel (the
+// platform's isa bits cleared) always, the AVX-512 one too where the CPU has it, whose output must
+// equal the C kernel's bit for bit; and the checks that refuse what the op does not take, and a
+// plan stating too little scratch.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -117,12 +119,26 @@ std::vector<double> attention(const Attn& a, const std::vector<float>& q, const 
 
 class NpuDeviceFlashAttn : public DeviceTest {
 protected:
-    void run_and_compare(const Attn& a, uint32_t kv_type, int64_t h_kv, bool with_sinks);
+    // Runs the case with the plain C kernel, then (where the platform has it) the AVX-512 one.
+    void run_and_compare(const Attn& a, uint32_t kv_type, int64_t h_kv, bool with_sinks) {
+        const uint32_t host_isa = device_->platform.isa;
+        device_->platform.isa = 0;
+        std::vector<float> c_out;
+        ASSERT_NO_FATAL_FAILURE(run_kernel(a, kv_type, h_kv, with_sinks, c_out));
+        if (!(host_isa & TSL_NPU_ISA_AVX512)) return;  // no AVX-512 kernel to compare on this CPU
+        device_->platform.isa = host_isa;
+        std::vector<float> avx512_out;
+        ASSERT_NO_FATAL_FAILURE(run_kernel(a, kv_type, h_kv, with_sinks, avx512_out));
+        ASSERT_EQ(std::memcmp(avx512_out.data(), c_out.data(), c_out.size() * 4), 0);
+    }
+    void run_kernel(const Attn& a, uint32_t kv_type, int64_t h_kv, bool with_sinks, std::vector<float>& got);
 };
 
 // Runs the op over q [D, T, H] F32, k, v, mask [KV, T] F32 (optional sinks [H]) and compares
 // with attention() in double: every output within 1e-5 of the reference (values of order 1).
-void NpuDeviceFlashAttn::run_and_compare(const Attn& a, uint32_t kv_type, int64_t h_kv, bool with_sinks) {
+// The output [Dv, H, T] goes to `got`.
+void NpuDeviceFlashAttn::run_kernel(const Attn& a, uint32_t kv_type, int64_t h_kv, bool with_sinks,
+                                    std::vector<float>& got) {
     uint8_t* base = at<uint8_t>(0);
     std::vector<float> q(static_cast<size_t>(a.D * a.T * a.H)), mask(static_cast<size_t>(a.KV * a.T));
     for (size_t i = 0; i < q.size(); ++i) q[i] = pattern(static_cast<int64_t>(i) + 3, 0.02f);
@@ -132,9 +148,13 @@ void NpuDeviceFlashAttn::run_and_compare(const Attn& a, uint32_t kv_type, int64_
     std::vector<float> sinks(static_cast<size_t>(a.H));
     for (int64_t h = 0; h < a.H; ++h) sinks[h] = 0.5f - 0.3f * static_cast<float>(h);
     KvTensor k{kv_type, a.D, a.KV, h_kv, 0, {}}, v{kv_type, a.Dv, a.KV, h_kv, 0, {}};
-    const uint64_t q_off = 0, mask_off = 64 * 1024, sink_off = 128 * 1024, out_off = 192 * 1024;
-    k.offset = 256 * 1024;
-    v.offset = 512 * 1024;
+    const uint64_t q_off = 0, mask_off = 128 * 1024, sink_off = 192 * 1024, out_off = 256 * 1024;
+    k.offset = 384 * 1024;
+    v.offset = 640 * 1024;
+    ASSERT_LE(q.size() * 4, mask_off);
+    ASSERT_LE(mask.size() * 4, sink_off - mask_off);
+    ASSERT_LE(static_cast<uint64_t>(a.Dv * a.H * a.T) * 4, k.offset - out_off);
+    ASSERT_LE(k.bytes(), v.offset - k.offset);
     ASSERT_LE(v.offset + v.bytes(), data_.size());
     std::memcpy(base + q_off, q.data(), q.size() * 4);
     std::memcpy(base + mask_off, mask.data(), mask.size() * 4);
@@ -163,11 +183,18 @@ void NpuDeviceFlashAttn::run_and_compare(const Attn& a, uint32_t kv_type, int64_
     for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(out[i], want[i], 1e-5) << i;
     // the fully masked query row: zeros without a sink (a sink alone gives zeros too)
     for (int64_t e = 0; e < a.Dv * a.H; ++e) ASSERT_EQ(out[(a.T - 1) * a.H * a.Dv + e], 0.0f);
+    got.assign(out, out + want.size());
 }
 
 TEST_F(NpuDeviceFlashAttn, F16GqaMaskAcrossBlocksOnBothWorkers) {
     // 24 query rows of 3 K/V heads, KV not a multiple of 16, head dims not multiples of 16
     run_and_compare(Attn{40, 24, 4, 6, 53, 0.158f, 0.0f, 1.0}, TSL_NPU_TYPE_F16, 2, false);
+}
+
+TEST_F(NpuDeviceFlashAttn, PromptShapeInRowGroupsOf8And4And2And1) {
+    // the default model's attention (head dim 64, 9 query heads on 3 K/V heads) for a 47-token
+    // prompt: runs of 47 rows per K/V head scored in groups of 8, 4, 2 and 1 rows
+    run_and_compare(Attn{64, 64, 47, 9, 61, 0.125f, 0.0f, 1.0}, TSL_NPU_TYPE_F16, 3, false);
 }
 
 TEST_F(NpuDeviceFlashAttn, Q8SinksAlibiSoftcap) {

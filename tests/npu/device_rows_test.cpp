@@ -1,11 +1,14 @@
 // Device-level behaviour of the element-wise/normalisation/attention-helper ops that
 // `tessel test-ops` cannot reach: row ids outside the table found while running (the reference
 // throws; the device stops the op with BAD_DESC), SET_ROWS with repeated ids (the last source row
-// wins, as the reference), and op parameters the device does not implement (BAD_TYPE at check).
+// wins, as the reference), op parameters the device does not implement (BAD_TYPE at check), and
+// GLU's plain C row kernel on a CPU whose AVX-512 one test-ops runs (outputs equal bit for bit).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "npu/device_batch.hpp"
 
@@ -78,6 +81,39 @@ TEST_F(NpuDeviceRows, KindsAndModesTheDeviceLacksAreBadType) {
     EXPECT_EQ(run(bb, 5), TSL_NPU_ERR_BAD_TYPE);
     bb.ops[0].params[0] = TSL_NPU_GLU_GEGLU;
     EXPECT_EQ(run(bb, 6), TSL_NPU_OK);
+}
+
+// SWIGLU and GEGLU over rows of 37 (two full vectors and a partial one) with x from -95 to 95: the
+// plain C kernel (isa bits cleared) against the formulas in double (relative 4e-6: vec.h's
+// sigmoid is within 1e-6, plus the float products), and the AVX-512 kernel, where the CPU has
+// it, equal to the C kernel bit for bit.
+TEST_F(NpuDeviceRows, GluRowKernelPlainCAndAvx512Agree) {
+    constexpr int64_t k = 37, rows = 6;
+    float* src = at<float>(0);
+    for (int64_t i = 0; i < 2 * k * rows; ++i) src[i] = static_cast<float>((i * 53) % 191 - 95) * (i % 3 ? 1.0f : 0.01f);
+    const uint32_t host_isa = device_->platform.isa;
+    for (const int32_t kind : {TSL_NPU_GLU_SWIGLU, TSL_NPU_GLU_GEGLU}) {
+        BatchBuilder bb;
+        const uint32_t buf = bb.buffer(data_);
+        const uint16_t ta = bb.tensor(buf, TSL_NPU_TYPE_F32, 0, {2 * k, rows, 1, 1});
+        const uint16_t td = bb.tensor(buf, TSL_NPU_TYPE_F32, 65536, {k, rows, 1, 1});
+        bb.op(TSL_NPU_OP_GLU, {ta}, {td}).params[0] = kind;
+        device_->platform.isa = 0;
+        ASSERT_EQ(run(bb), TSL_NPU_OK);
+        const std::vector<float> c_out(at<float>(65536), at<float>(65536) + k * rows);
+        for (int64_t r = 0; r < rows; ++r)
+            for (int64_t i = 0; i < k; ++i) {
+                const double x = src[r * 2 * k + i], g = src[r * 2 * k + k + i];
+                const double z = 0.797884560802865 * (x + 0.044715 * x * x * x);
+                const double f = kind == TSL_NPU_GLU_SWIGLU ? x / (1.0 + std::exp(-x)) : x / (1.0 + std::exp(-2.0 * z));
+                ASSERT_NEAR(c_out[r * k + i], f * g, 4e-6 * std::fabs(f * g) + 1e-30) << kind << " x=" << x;
+            }
+        if (!(host_isa & TSL_NPU_ISA_AVX512)) continue;  // no AVX-512 kernel to compare on this CPU
+        device_->platform.isa = host_isa;
+        ASSERT_EQ(run(bb, 2), TSL_NPU_OK);
+        ASSERT_EQ(std::memcmp(at<float>(65536), c_out.data(), c_out.size() * 4), 0) << kind;
+    }
+    device_->platform.isa = host_isa;
 }
 
 }  // namespace

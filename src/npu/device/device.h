@@ -64,7 +64,9 @@ typedef struct tsl_npu_platform {
 #define TSL_NPU_ISA_AVX512VNNI 0x1u /* AVX-512 F + BW + VNNI: the _avx512 matmul kernel */
 #define TSL_NPU_ISA_AMX_INT8 0x2u   /* AMX tiles + INT8 with the OS's tile-data permission, and AVX-512
                                        VNNI: the matrix unit (the _amx matmul kernel) */
-#define TSL_NPU_ISA_AVX512VBMI 0x4u /* AVX512VNNI and VBMI (byte permutes): the _avx512vbmi matmul kernel */
+#define TSL_NPU_ISA_AVX512 0x4u     /* AVX-512 F + BW + VL + DQ with the OS saving the zmm state: the
+                                       _avx512 float kernels (FLASH_ATTN_EXT) */
+#define TSL_NPU_ISA_AVX512VBMI 0x8u /* AVX512VNNI and VBMI (byte permutes): the _avx512vbmi matmul kernel */
 
 typedef struct tsl_npu_mapping {
     int32_t host_fd; /* the host's fd: the name buffers have in batches; -1 = free entry */

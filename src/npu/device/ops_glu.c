@@ -2,8 +2,10 @@
  * others BAD_TYPE). One source src0 [2K, ...] -> dst [K, ...]: x is the first half of each row and
  * g the second, or the reverse when params[1] (swapped) is non-zero. Two sources src0 x, src1 g
  * [K, ...] of dst's shape (swapped ignored). F32/F16 in any combination and strides, computed in
- * float (ops_act.h), as tessel's reference (src/cpu/ref/elementwise.cpp, glu). */
-#include "npu/device/ops_act.h"
+ * float (ops_act.h), as tessel's reference (src/cpu/ref/elementwise.cpp, glu). The row kernel is
+ * built per ISA (ops_glu.inc: here in plain C, ops_glu_avx512.c with AVX-512). */
+#define TSL_GLU_ROW_FN tsl_npu_glu_row_c /* the plain C expansion of the row kernel */
+#include "npu/device/ops_glu.inc"
 
 int32_t tsl_npu_glu_check(const tsl_npu_op_ctx* c) {
     const tsl_npu_view* a = &c->src[0];
@@ -20,31 +22,13 @@ int32_t tsl_npu_glu_check(const tsl_npu_op_ctx* c) {
     return TSL_NPU_OK;
 }
 
-static void glu_row(const tsl_npu_op_ctx* c, int64_t i1, int64_t i2, int64_t i3) {
-    const tsl_npu_view* a = &c->src[0];
-    const tsl_npu_view* g = c->src[1].data ? &c->src[1] : &c->src[0];
-    const tsl_npu_view* d = &c->dst[0];
-    const int geglu = c->op->params[0] == TSL_NPU_GLU_GEGLU;
-    const int64_t k = d->ne[0];
-    const int split = c->src[1].data != 0;
-    const int swapped = !split && c->op->params[1] != 0;
-    const int64_t x_off = split || !swapped ? 0 : k; /* element offsets of x and g in their rows */
-    const int64_t g_off = split || swapped ? 0 : k;
-    const uint8_t* px = tsl_npu_elem(a, x_off, i1, i2, i3);
-    const uint8_t* pg = tsl_npu_elem(g, g_off, i1, i2, i3);
-    uint8_t* pd = tsl_npu_elem(d, 0, i1, i2, i3);
-    for (int64_t i0 = 0; i0 < k; i0 += TSL_VF_LANES) {
-        const int n = tsl_npu_chunk(k, i0);
-        const tsl_vf x = tsl_npu_row_load(a, px, i0, n, 0.0f);
-        const tsl_vf gate = tsl_npu_row_load(g, pg, i0, n, 0.0f);
-        const tsl_vf fx = geglu ? tsl_npu_gelu_vec(x) : tsl_npu_silu_vec(x);
-        tsl_npu_row_store(d, pd, i0, n, tsl_vf_mul(fx, gate));
-    }
-}
-
 int32_t tsl_npu_glu_run(tsl_npu_op_ctx* c) {
     const int64_t n = tsl_npu_n_elements(&c->dst[0]);
-    tsl_npu_for_rows(c, 2 * n, glu_row);
+    tsl_npu_row_fn row = tsl_npu_glu_row_c;
+#if defined(__x86_64__) || defined(__i386__)
+    if (c->platform->isa & TSL_NPU_ISA_AVX512) row = tsl_npu_glu_row_avx512;
+#endif
+    tsl_npu_for_rows(c, 2 * n, row);
     const uint32_t gate_type = c->src[1].data ? c->src[1].type : c->src[0].type;
     c->bytes = (uint64_t)n * (tsl_npu_type_bytes(c->src[0].type) + tsl_npu_type_bytes(gate_type) + tsl_npu_type_bytes(c->dst[0].type));
     return TSL_NPU_OK;

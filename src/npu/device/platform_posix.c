@@ -135,6 +135,10 @@ static uint32_t posix_isa(void) {
         isa |= TSL_NPU_ISA_AVX512VNNI;
     if ((isa & TSL_NPU_ISA_AVX512VNNI) && __builtin_cpu_supports("avx512vbmi")) isa |= TSL_NPU_ISA_AVX512VBMI;
     if ((isa & TSL_NPU_ISA_AVX512VNNI) && posix_amx_int8()) isa |= TSL_NPU_ISA_AMX_INT8;
+    /* libgcc / compiler-rt report AVX-512 features only when XCR0 shows the OS saves zmm state */
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+        isa |= TSL_NPU_ISA_AVX512;
 #endif
     return isa;
 }

@@ -1,10 +1,19 @@
 /* The device kernels' vector abstraction: float vectors of TSL_VF_LANES lanes (16 floats, one
  * 512-bit register of the virtual NPU's vector unit, half an HVX 128-byte register).
  *
- * This is the plain-C implementation: a struct of 16 floats and fixed-count lane loops, which
- * compiles freestanding for Hexagon (scripts/check-hexagon.sh) and which host compilers
- * auto-vectorise. A target-specific implementation (AVX-512 intrinsics, HVX) can replace the
- * bodies behind the same names later; kernels only use the functions below.
+ * Two implementations behind the same names (kernels only use the functions below and a
+ * vector's lanes as .v[i]):
+ *   - plain C (the default): a struct of 16 floats and fixed-count lane loops, which compiles
+ *     freestanding for Hexagon (scripts/check-hexagon.sh) and which host compilers auto-vectorise;
+ *   - AVX-512 (a translation unit compiled with __AVX512F__, i.e. an ISA-suffixed device file such
+ *     as ops_flash_attn_avx512.c, cmake/TesselFlags.cmake): a union of one __m512 and the 16
+ *     floats, the functions on intrinsics. TSL_VF_AVX512 is defined then.
+ * Both give bit-identical results for every input (tests/npu/device_vec_lanes_test.cpp runs both):
+ * each operation is the same IEEE operation per lane, hsum adds in the same pairwise tree, max/min
+ * keep the C form's "b unless a > b (a < b)" rule (that of MAXPS/MINPS), and hmax returns the C
+ * loop's lane (the first lane holding the maximum; NaN lanes never win unless lane 0 is NaN).
+ * The vector type's alignment differs (64 bytes with AVX-512): no struct shared between
+ * translation units holds a tsl_vf.
  *
  * Arithmetic is IEEE single precision lane by lane, each operation rounded once (tsl_vf_madd is a
  * multiply then an add, not fused, so results equal the scalar C expression a * b + c compiled
@@ -21,13 +30,13 @@
  *     else sign(x) (1 - 2 / (e^{2|x|} + 1)); +-1 from |x| >= 9.1. Relative error <= 1e-6 (measured 2.4e-7).
  * sigmoid and SiLU are built from expf: 1 / (1 + e^-x), x / (1 + e^-x).
  * All three are branch-free (the input clamped first, the special cases -- inf, 0, NaN, tanh's
- * series range -- chosen with lane masks at the end) and written on the compilers' generic 4-lane
- * vectors (vector_size(16), which GCC and clang lower to SSE2 / NEON / scalar code), so they run
- * as vector code on the host's baseline ISA; the scalar forms tsl_npu_expf, tsl_npu_tanhf and
+ * series range -- chosen with lane masks at the end) and written on the compilers' generic
+ * vectors: 4 lanes (vector_size(16), which GCC and clang lower to SSE2 / NEON / scalar code) in the
+ * plain build, 16 lanes (one zmm register) in the AVX-512 one -- the same lane-wise operations, so
+ * the same results; the scalar forms tsl_npu_expf, tsl_npu_tanhf and
  * tsl_npu_sigmoidf are lane 0 of the vector ones (equal results).
  *
- * What comes next: the matmul work adds int8 vectors (64 lanes) with int8 x int8 -> int32 dot
- * products of 4-element groups (AVX-512 VNNI / HVX vrmpy), which the quantized-tile kernels use.
+ * The integer vectors (int8 x int8 -> int32 dot products of 4-element groups) are vec_i8.h.
  */
 #ifndef TESSEL_NPU_DEVICE_VEC_H
 #define TESSEL_NPU_DEVICE_VEC_H
@@ -36,101 +45,236 @@
 
 #include "npu/device/half.h"
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#define TSL_VF_AVX512 1
+#endif
+
 #define TSL_VF_LANES 16
 
+#ifdef TSL_VF_AVX512
+typedef union tsl_vf {
+    __m512 m;
+    float v[TSL_VF_LANES];
+} tsl_vf;
+static inline tsl_vf tsl_vf_of(__m512 m) {
+    tsl_vf r;
+    r.m = m;
+    return r;
+}
+/* Lanes [0, n) set (0 <= n <= 16). */
+static inline __mmask16 tsl_vf_first_n(int n) { return (__mmask16)((1u << n) - 1u); }
+#else
 typedef struct tsl_vf {
     float v[TSL_VF_LANES];
 } tsl_vf;
+#endif
 
 /* ---- vectors ----------------------------------------------------------------------------- */
 
 static inline tsl_vf tsl_vf_splat(float x) {
+#ifdef TSL_VF_AVX512
+    return tsl_vf_of(_mm512_set1_ps(x));
+#else
     tsl_vf r;
     for (int i = 0; i < TSL_VF_LANES; ++i) r.v[i] = x;
     return r;
+#endif
 }
 
 /* p aligned to 64 bytes (a target implementation may use an aligned load). */
 static inline tsl_vf tsl_vf_load(const float* p) {
+#ifdef TSL_VF_AVX512
+    return tsl_vf_of(_mm512_loadu_ps(p));
+#else
     tsl_vf r;
     __builtin_memcpy(r.v, p, sizeof r.v);
     return r;
+#endif
 }
 /* p aligned to 4 bytes. */
 static inline tsl_vf tsl_vf_loadu(const float* p) {
+#ifdef TSL_VF_AVX512
+    return tsl_vf_of(_mm512_loadu_ps(p));
+#else
     tsl_vf r;
     __builtin_memcpy(r.v, p, sizeof r.v);
     return r;
+#endif
 }
 /* The first n lanes (0 <= n <= 16) from p, the others `fill`. */
 static inline tsl_vf tsl_vf_load_n(const float* p, int n, float fill) {
+#ifdef TSL_VF_AVX512
+    return tsl_vf_of(_mm512_mask_loadu_ps(_mm512_set1_ps(fill), tsl_vf_first_n(n), p)); /* no fault past n */
+#else
     tsl_vf r;
     for (int i = 0; i < TSL_VF_LANES; ++i) r.v[i] = i < n ? p[i] : fill;
     return r;
+#endif
+}
+/* 16 int8 values from p (any alignment) as floats (exact). */
+static inline tsl_vf tsl_vf_load_i8(const int8_t* p) {
+#ifdef TSL_VF_AVX512
+    return tsl_vf_of(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i*)(const void*)p))));
+#else
+    tsl_vf r;
+    for (int i = 0; i < TSL_VF_LANES; ++i) r.v[i] = (float)p[i];
+    return r;
+#endif
 }
 static inline void tsl_vf_store(float* p, tsl_vf a) { __builtin_memcpy(p, a.v, sizeof a.v); }
 static inline void tsl_vf_storeu(float* p, tsl_vf a) { __builtin_memcpy(p, a.v, sizeof a.v); }
 /* Stores the first n lanes (0 <= n <= 16). */
 static inline void tsl_vf_store_n(float* p, tsl_vf a, int n) {
+#ifdef TSL_VF_AVX512
+    _mm512_mask_storeu_ps(p, tsl_vf_first_n(n), a.m);
+#else
     for (int i = 0; i < n; ++i) p[i] = a.v[i];
+#endif
 }
 
-#define TSL_VF_LANEWISE2(name, expr)                            \
+#ifdef TSL_VF_AVX512
+#define TSL_VF_LANEWISE2(name, expr, intrinsic) \
+    static inline tsl_vf name(tsl_vf a, tsl_vf b) { return tsl_vf_of(intrinsic(a.m, b.m)); }
+#else
+#define TSL_VF_LANEWISE2(name, expr, intrinsic)                 \
     static inline tsl_vf name(tsl_vf a, tsl_vf b) {             \
         tsl_vf r;                                               \
         for (int i = 0; i < TSL_VF_LANES; ++i) r.v[i] = (expr); \
         return r;                                               \
     }
-TSL_VF_LANEWISE2(tsl_vf_add, a.v[i] + b.v[i])
-TSL_VF_LANEWISE2(tsl_vf_sub, a.v[i] - b.v[i])
-TSL_VF_LANEWISE2(tsl_vf_mul, a.v[i] * b.v[i])
-TSL_VF_LANEWISE2(tsl_vf_div, a.v[i] / b.v[i])
-/* max/min: b when the comparison is false (so a NaN in a gives b) */
-TSL_VF_LANEWISE2(tsl_vf_max, a.v[i] > b.v[i] ? a.v[i] : b.v[i])
-TSL_VF_LANEWISE2(tsl_vf_min, a.v[i] < b.v[i] ? a.v[i] : b.v[i])
+#endif
+TSL_VF_LANEWISE2(tsl_vf_add, a.v[i] + b.v[i], _mm512_add_ps)
+TSL_VF_LANEWISE2(tsl_vf_sub, a.v[i] - b.v[i], _mm512_sub_ps)
+TSL_VF_LANEWISE2(tsl_vf_mul, a.v[i] * b.v[i], _mm512_mul_ps)
+TSL_VF_LANEWISE2(tsl_vf_div, a.v[i] / b.v[i], _mm512_div_ps)
+/* max/min: b when the comparison is false (so a NaN in a gives b; MAXPS/MINPS's rule too) */
+TSL_VF_LANEWISE2(tsl_vf_max, a.v[i] > b.v[i] ? a.v[i] : b.v[i], _mm512_max_ps)
+TSL_VF_LANEWISE2(tsl_vf_min, a.v[i] < b.v[i] ? a.v[i] : b.v[i], _mm512_min_ps)
 #undef TSL_VF_LANEWISE2
 
 /* a * b + c, two roundings. */
 static inline tsl_vf tsl_vf_madd(tsl_vf a, tsl_vf b, tsl_vf c) {
+#ifdef TSL_VF_AVX512
+    return tsl_vf_of(_mm512_add_ps(_mm512_mul_ps(a.m, b.m), c.m));
+#else
     tsl_vf r;
     for (int i = 0; i < TSL_VF_LANES; ++i) r.v[i] = a.v[i] * b.v[i] + c.v[i];
     return r;
+#endif
 }
 
 /* Lanes where a < b take x, the others y. */
 static inline tsl_vf tsl_vf_select_lt(tsl_vf a, tsl_vf b, tsl_vf x, tsl_vf y) {
+#ifdef TSL_VF_AVX512
+    return tsl_vf_of(_mm512_mask_blend_ps(_mm512_cmp_ps_mask(a.m, b.m, _CMP_LT_OQ), y.m, x.m));
+#else
     tsl_vf r;
     for (int i = 0; i < TSL_VF_LANES; ++i) r.v[i] = a.v[i] < b.v[i] ? x.v[i] : y.v[i];
     return r;
+#endif
 }
 
 /* a with the lanes from n on (0 <= n <= 16) replaced by `fill`. */
 static inline tsl_vf tsl_vf_keep_n(tsl_vf a, int n, float fill) {
+#ifdef TSL_VF_AVX512
+    return tsl_vf_of(_mm512_mask_blend_ps(tsl_vf_first_n(n), _mm512_set1_ps(fill), a.m));
+#else
     for (int i = n; i < TSL_VF_LANES; ++i) a.v[i] = fill;
     return a;
+#endif
+}
+
+/* Whether some lane has !(a < b) (a >= b, or either NaN). */
+static inline int tsl_vf_any_nlt(tsl_vf a, tsl_vf b) {
+#ifdef TSL_VF_AVX512
+    return _mm512_cmp_ps_mask(a.m, b.m, _CMP_NLT_UQ) != 0;
+#else
+    int any = 0;
+    for (int i = 0; i < TSL_VF_LANES; ++i) any |= !(a.v[i] < b.v[i]);
+    return any;
+#endif
+}
+
+/* Transposes the 16 x 16 matrix whose row i is m[i], in place: afterwards lane j of m[i] holds
+ * what lane i of m[j] held. */
+static inline void tsl_vf_transpose16(tsl_vf* m) {
+#ifdef TSL_VF_AVX512
+    __m512 t[16], u[16];
+    for (int i = 0; i < 16; i += 2) { /* per 128-bit lane: rows i, i + 1 interleaved */
+        t[i] = _mm512_unpacklo_ps(m[i].m, m[i + 1].m);
+        t[i + 1] = _mm512_unpackhi_ps(m[i].m, m[i + 1].m);
+    }
+    for (int g = 0; g < 4; ++g) { /* u[4g + c], 128-bit lane L: column 4L + c of rows 4g .. 4g + 3 */
+        u[4 * g] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
+        u[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0xee);
+        u[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
+        u[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xee);
+    }
+    for (int c = 0; c < 4; ++c) { /* column 4L + c: 128-bit lane L of u[c], u[4 + c], u[8 + c], u[12 + c] */
+        const __m512 x0 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x88), x1 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xdd);
+        const __m512 y0 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x88);
+        const __m512 y1 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xdd);
+        m[c].m = _mm512_shuffle_f32x4(x0, y0, 0x88);
+        m[4 + c].m = _mm512_shuffle_f32x4(x1, y1, 0x88);
+        m[8 + c].m = _mm512_shuffle_f32x4(x0, y0, 0xdd);
+        m[12 + c].m = _mm512_shuffle_f32x4(x1, y1, 0xdd);
+    }
+#else
+    for (int i = 0; i < TSL_VF_LANES; ++i)
+        for (int j = i + 1; j < TSL_VF_LANES; ++j) {
+            const float x = m[i].v[j];
+            m[i].v[j] = m[j].v[i];
+            m[j].v[i] = x;
+        }
+#endif
 }
 
 /* Horizontal sum (pairwise tree: lanes i and i + 8, then i + 4, ...) and maximum. */
 static inline float tsl_vf_hsum(tsl_vf a) {
+#ifdef TSL_VF_AVX512
+    const __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(a.m), _mm512_extractf32x8_ps(a.m, 1));
+    const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+    const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+    return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
+#else
     for (int w = TSL_VF_LANES / 2; w >= 1; w /= 2)
         for (int i = 0; i < w; ++i) a.v[i] += a.v[i + w];
     return a.v[0];
+#endif
 }
 static inline float tsl_vf_hmax(tsl_vf a) {
+#ifdef TSL_VF_AVX512
+    if (!(a.v[0] == a.v[0])) return a.v[0]; /* a NaN in lane 0 is never replaced */
+    /* other NaN lanes never win: as -inf they cannot beat lane 0 */
+    const __m512 x = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a.m, a.m, _CMP_UNORD_Q), a.m,
+                                          _mm512_set1_ps(tsl_npu_f32_of_bits(0xff800000u)));
+    const float mx = _mm512_reduce_max_ps(x);
+    /* the C loop keeps the first lane holding the maximum (the sign of a zero maximum) */
+    return a.v[__builtin_ctz(_mm512_cmp_ps_mask(x, _mm512_set1_ps(mx), _CMP_EQ_OQ))];
+#else
     float m = a.v[0];
     for (int i = 1; i < TSL_VF_LANES; ++i) m = a.v[i] > m ? a.v[i] : m;
     return m;
+#endif
 }
 
 /* ---- exp, tanh, sigmoid ------------------------------------------------------------------- */
 /* Written on the compilers' generic vectors (GCC / clang vector_size; lowered to whatever the
- * target has: 4 SSE registers on a baseline x86-64 host, scalar code on Hexagon v67), branch-free:
+ * target has: 4 SSE registers on a baseline x86-64 host, one zmm register in an AVX-512
+ * translation unit, scalar code on Hexagon v67), branch-free:
  * the input is clamped first and the special cases (inf, 0, NaN, tanh's series range) are picked
  * with lane masks at the end. */
 
+#ifdef TSL_VF_AVX512
+typedef float tsl_vf_raw __attribute__((vector_size(64)));
+typedef int32_t tsl_vi_raw __attribute__((vector_size(64)));
+#define TSL_VF_RAW_LANES 16 /* the whole tsl_vf: one zmm register */
+#else
 typedef float tsl_vf_raw __attribute__((vector_size(16)));
 typedef int32_t tsl_vi_raw __attribute__((vector_size(16)));
 #define TSL_VF_RAW_LANES 4 /* a part of a tsl_vf: 16-byte vectors map onto any SIMD unit (SSE2, NEON) */
+#endif
 
 /* Lanes where mask is all ones take a, the others b. */
 #define TSL_VF_RAW_PICK(mask, a, b) ((tsl_vf_raw)(((tsl_vi_raw)(a) & (mask)) | ((tsl_vi_raw)(b) & ~(mask))))

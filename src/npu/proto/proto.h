@@ -268,12 +268,11 @@ static inline uint64_t tsl_npu_matmul_scratch(uint32_t kernel, uint32_t dma, uin
 /* VTCM bytes FLASH_ATTN_EXT states (and its kernel takes) for head dims D (q, k) and Dv (v), per
  * device worker thread: with D and Dv rounded up to 16 floats (Dp, Dvp), TSL_NPU_FA_QTILE query
  * rows (Dp) and accumulators (Dvp), a block of 16 keys converted to F32 (16 x Dp, transposed) and
- * of 16 values (16 x Dvp), and one conversion row (Dp); 4 bytes each (every part a multiple of 64
- * bytes). */
+ * of 16 values (16 x Dvp); 4 bytes each (every part a multiple of 64 bytes). */
 static inline uint64_t tsl_npu_flash_attn_scratch(int64_t D, int64_t Dv, uint32_t n_threads) {
     const uint64_t dp = ((uint64_t)D + 15u) & ~(uint64_t)15u;
     const uint64_t dvp = ((uint64_t)Dv + 15u) & ~(uint64_t)15u;
-    const uint64_t per_worker = ((TSL_NPU_FA_QTILE + 16u) * (dp + dvp) + dp) * 4u;
+    const uint64_t per_worker = (TSL_NPU_FA_QTILE + 16u) * (dp + dvp) * 4u;
     return per_worker * (n_threads ? n_threads : 1u);
 }
 
