@@ -3,6 +3,7 @@
 #include "npu/device/platform_posix.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,15 +18,22 @@
 #endif
 
 /* The worker pool: a call publishes fn/arg under a new generation number; every worker runs its
- * share once per generation and the last one to finish wakes the caller. */
+ * share once per generation and the last one to finish wakes the caller. Workers waiting for the
+ * next generation, and the caller waiting for the last worker, spin (with the CPU's pause hint)
+ * for up to POOL_SPIN_NS before they sleep on the condition variables: the ops of a batch follow
+ * each other within microseconds, and a futex wake-up costs tens of them (a decode step of the
+ * default model makes ~250 parallel calls: 5.7-7.4 ms per step without spinning, 3.5-5.1 ms with,
+ * quiet machine); between batches the workers sleep. The CPU backend's pool spins as long. */
+#define POOL_SPIN_NS 100000u
+
 typedef struct posix_pool {
     pthread_mutex_t lock;
     pthread_cond_t wake;
     pthread_cond_t done;
-    uint64_t generation;
-    uint32_t pending;
-    int stop;
-    tsl_npu_task_fn fn;
+    _Atomic uint64_t generation;
+    _Atomic uint32_t pending;
+    _Atomic int stop;
+    tsl_npu_task_fn fn; /* fn and arg: written before the generation's release */
     void* arg;
     uint32_t n_threads;
     uint32_t n_started;
@@ -143,25 +151,67 @@ static uint32_t posix_isa(void) {
     return isa;
 }
 
+static void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    _mm_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
+#endif
+}
+
+/* A worker's wait: true once the generation differs from seen or the pool stops, false after
+ * POOL_SPIN_NS of spinning. */
+static int spin_for_generation(posix_pool* pool, uint64_t seen) {
+    uint64_t start = 0;
+    for (uint32_t i = 1;; ++i) {
+        if (atomic_load_explicit(&pool->generation, memory_order_acquire) != seen ||
+            atomic_load_explicit(&pool->stop, memory_order_relaxed))
+            return 1;
+        cpu_relax();
+        if (i % 64u == 0) {
+            const uint64_t now = posix_now_ns(NULL);
+            if (start == 0) start = now;
+            else if (now - start > POOL_SPIN_NS) return 0;
+        }
+    }
+}
+
+/* The caller's wait: true once every worker finished, false after POOL_SPIN_NS of spinning. */
+static int spin_for_workers(posix_pool* pool) {
+    uint64_t start = 0;
+    for (uint32_t i = 1;; ++i) {
+        if (atomic_load_explicit(&pool->pending, memory_order_acquire) == 0) return 1;
+        cpu_relax();
+        if (i % 64u == 0) {
+            const uint64_t now = posix_now_ns(NULL);
+            if (start == 0) start = now;
+            else if (now - start > POOL_SPIN_NS) return 0;
+        }
+    }
+}
+
 static void* posix_worker(void* arg) {
     posix_worker_start* start = (posix_worker_start*)arg;
     posix_pool* pool = start->pool;
     const uint32_t index = start->index;
     free(start);
     uint64_t seen = 0;
-    pthread_mutex_lock(&pool->lock);
     for (;;) {
-        while (!pool->stop && pool->generation == seen) pthread_cond_wait(&pool->wake, &pool->lock);
-        if (pool->stop) break;
-        seen = pool->generation;
-        const tsl_npu_task_fn fn = pool->fn;
-        void* task_arg = pool->arg;
-        pthread_mutex_unlock(&pool->lock);
-        fn(task_arg, index, pool->n_threads);
-        pthread_mutex_lock(&pool->lock);
-        if (--pool->pending == 0) pthread_cond_signal(&pool->done);
+        if (!spin_for_generation(pool, seen)) {
+            pthread_mutex_lock(&pool->lock);
+            while (!atomic_load(&pool->stop) && atomic_load(&pool->generation) == seen)
+                pthread_cond_wait(&pool->wake, &pool->lock);
+            pthread_mutex_unlock(&pool->lock);
+        }
+        if (atomic_load(&pool->stop)) break;
+        seen = atomic_load_explicit(&pool->generation, memory_order_acquire);
+        pool->fn(pool->arg, index, pool->n_threads);
+        if (atomic_fetch_sub_explicit(&pool->pending, 1u, memory_order_acq_rel) == 1u) {
+            pthread_mutex_lock(&pool->lock);
+            pthread_cond_signal(&pool->done);
+            pthread_mutex_unlock(&pool->lock);
+        }
     }
-    pthread_mutex_unlock(&pool->lock);
     return NULL;
 }
 
@@ -171,22 +221,23 @@ static void posix_parallel(void* ctx, tsl_npu_task_fn fn, void* arg) {
         fn(arg, 0, 1);
         return;
     }
-    pthread_mutex_lock(&pool->lock);
     pool->fn = fn;
     pool->arg = arg;
-    pool->pending = pool->n_threads - 1;
-    ++pool->generation;
+    atomic_store_explicit(&pool->pending, pool->n_threads - 1, memory_order_relaxed);
+    pthread_mutex_lock(&pool->lock);
+    atomic_fetch_add_explicit(&pool->generation, 1u, memory_order_release);
     pthread_cond_broadcast(&pool->wake);
     pthread_mutex_unlock(&pool->lock);
     fn(arg, 0, pool->n_threads);
+    if (spin_for_workers(pool)) return;
     pthread_mutex_lock(&pool->lock);
-    while (pool->pending != 0) pthread_cond_wait(&pool->done, &pool->lock);
+    while (atomic_load(&pool->pending) != 0) pthread_cond_wait(&pool->done, &pool->lock);
     pthread_mutex_unlock(&pool->lock);
 }
 
 static void pool_stop(posix_pool* pool) {
     pthread_mutex_lock(&pool->lock);
-    pool->stop = 1;
+    atomic_store(&pool->stop, 1);
     pthread_cond_broadcast(&pool->wake);
     pthread_mutex_unlock(&pool->lock);
     for (uint32_t i = 0; i < pool->n_started; ++i) pthread_join(pool->threads[i], NULL);
