@@ -2,7 +2,23 @@
 // Each unit registers its benchmarks; main.cpp runs them with Google Benchmark's flags.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+
 namespace tessel::bench {
+
+/// A weight matrix shape of the micro-kernel benchmarks (K inputs, N rows), named as in
+/// mul_mat_bench.cpp so that figures are compared by name.
+struct KernelShape {
+    const char* name;
+    int64_t K, N;
+};
+/// The shapes and M of the directly called micro-kernels (packed_bench.cpp, npu_tile_bench.cpp).
+inline constexpr KernelShape kKernelShapes[] = {{"4096x4096", 4096, 4096}, {"smollm2_ffn_down", 1536, 576}};
+inline constexpr int64_t kKernelBatches[] = {1, 512};
+/// Weight bytes one M = 1 iteration reads (as MulMat's kStreamBytes): copies of the weights past
+/// the last-level cache.
+inline constexpr size_t kKernelStreamBytes = size_t{1} << 30;
 
 /// MUL_MAT per weight type, shape, batch M and thread count (mul_mat_bench.cpp).
 void register_mul_mat_benchmarks();

@@ -32,14 +32,7 @@ namespace tessel::bench {
 namespace {
 
 #if defined(__x86_64__) || defined(__i386__)
-struct Shape {
-    const char* name;
-    int64_t K, N;
-};
-/// The shapes of packed_bench.cpp (same names).
-constexpr Shape kShapes[] = {{"4096x4096", 4096, 4096}, {"smollm2_ffn_down", 1536, 576}};
-constexpr int64_t kBatches[] = {1, 512};
-constexpr size_t kStreamBytes = size_t{1} << 30;
+using Shape = KernelShape;
 
 using TileFn = void (*)(const tsl_npu_mm_tile_args*);
 
@@ -54,7 +47,7 @@ public:
         quant::quantize_rows(type, f.data(), rows.data(), s.N, s.K);
         const npu::tiled::Shape ne{s.K, s.N, 1, 1};
         tiled_bytes_ = npu::tiled::tiled_size(type, ne);
-        mats_ = M == 1 ? std::max<int64_t>(1, static_cast<int64_t>((kStreamBytes + tiled_bytes_ - 1) / tiled_bytes_)) : 1;
+        mats_ = M == 1 ? std::max<int64_t>(1, static_cast<int64_t>((kKernelStreamBytes + tiled_bytes_ - 1) / tiled_bytes_)) : 1;
         weights_.resize(tiled_bytes_ * static_cast<size_t>(mats_));
         npu::tiled::repack(type, ne, rows.data(), weights_.data());
         for (int64_t i = 1; i < mats_; ++i)
@@ -143,12 +136,12 @@ void register_npu_tile_benchmarks() {
     for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q8_0})
         for (const auto& [isa, fn] : builds) {
             if (!fn) continue;
-            for (const Shape& s : kShapes) {
+            for (const Shape& s : kKernelShapes) {
                 const std::string name = std::string("NpuTile/") + dtype_name(t) + "_" + isa + "/" + s.name;
                 benchmark::internal::Benchmark* b = benchmark::RegisterBenchmark(
                     name.c_str(), [t, &s, fn = fn](benchmark::State& state) { bench_tile(state, t, s, fn); });
                 b->ArgNames({"M"})->UseRealTime()->Unit(benchmark::kMillisecond);
-                for (int64_t M : kBatches) b->Args({M});
+                for (int64_t M : kKernelBatches) b->Args({M});
             }
         }
 #endif

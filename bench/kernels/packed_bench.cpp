@@ -29,15 +29,7 @@
 namespace tessel::bench {
 namespace {
 
-struct Shape {
-    const char* name;
-    int64_t K, N;
-};
-/// The shapes of mul_mat_bench.cpp (same names, so the two are compared by name).
-constexpr Shape kShapes[] = {{"4096x4096", 4096, 4096}, {"smollm2_ffn_down", 1536, 576}};
-constexpr int64_t kBatches[] = {1, 512};
-/// Weight bytes one M = 1 iteration reads (as MulMat's kStreamBytes).
-constexpr size_t kStreamBytes = size_t{1} << 30;
+using Shape = KernelShape;
 
 struct FreeDeleter {
     void operator()(uint8_t* p) const { std::free(p); }
@@ -54,7 +46,7 @@ public:
         std::vector<uint8_t> rows(dtype_row_bytes(t, s.K) * static_cast<size_t>(s.N));
         quant::quantize_rows(t, f.data(), rows.data(), s.N, s.K);
         packed_bytes_ = (cpu::packed::rhs_packed_bytes(kern, s.N, s.K) + 63) / 64 * 64;
-        mats_ = M == 1 ? std::max<int64_t>(1, static_cast<int64_t>((kStreamBytes + packed_bytes_ - 1) / packed_bytes_)) : 1;
+        mats_ = M == 1 ? std::max<int64_t>(1, static_cast<int64_t>((kKernelStreamBytes + packed_bytes_ - 1) / packed_bytes_)) : 1;
         const size_t total = packed_bytes_ * static_cast<size_t>(mats_);
         weights_.reset(static_cast<uint8_t*>(std::aligned_alloc(64, total)));
         if (!weights_) throw std::bad_alloc();
@@ -126,12 +118,12 @@ void bench_packed(benchmark::State& state, const cpu::packed::Kernel& kern, cons
 void register_packed_benchmarks() {
     for (const cpu::packed::Kernel* kern : cpu::packed::all_kernels()) {
         if (!cpu::packed::usable(*kern, usable_cpu_features())) continue;
-        for (const Shape& s : kShapes) {
+        for (const Shape& s : kKernelShapes) {
             const std::string name = std::string("Packed/") + kern->name + "/" + s.name;
             benchmark::internal::Benchmark* b = benchmark::RegisterBenchmark(
                 name.c_str(), [kern, &s](benchmark::State& state) { bench_packed(state, *kern, s); });
             b->ArgNames({"M"})->UseRealTime()->Unit(benchmark::kMillisecond);
-            for (int64_t M : kBatches) b->Args({M});
+            for (int64_t M : kKernelBatches) b->Args({M});
         }
     }
 }
