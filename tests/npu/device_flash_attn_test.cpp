@@ -119,17 +119,21 @@ std::vector<double> attention(const Attn& a, const std::vector<float>& q, const 
 
 class NpuDeviceFlashAttn : public DeviceTest {
 protected:
-    // Runs the case with the plain C kernel, then (where the platform has it) the AVX-512 one.
+    // Runs the case with the plain C kernel, then with each ISA build the platform has (AVX2,
+    // AVX-512): every build gives the C kernel's bits.
     void run_and_compare(const Attn& a, uint32_t kv_type, int64_t h_kv, bool with_sinks) {
         const uint32_t host_isa = device_->platform.isa;
         device_->platform.isa = 0;
         std::vector<float> c_out;
         ASSERT_NO_FATAL_FAILURE(run_kernel(a, kv_type, h_kv, with_sinks, c_out));
-        if (!(host_isa & TSL_NPU_ISA_AVX512)) return;  // no AVX-512 kernel to compare on this CPU
+        for (const uint32_t isa : {TSL_NPU_ISA_AVX2, TSL_NPU_ISA_AVX512}) {
+            if (!(host_isa & isa)) continue;  // no such build to compare on this CPU
+            device_->platform.isa = isa;
+            std::vector<float> isa_out;
+            ASSERT_NO_FATAL_FAILURE(run_kernel(a, kv_type, h_kv, with_sinks, isa_out));
+            ASSERT_EQ(std::memcmp(isa_out.data(), c_out.data(), c_out.size() * 4), 0) << "isa " << isa;
+        }
         device_->platform.isa = host_isa;
-        std::vector<float> avx512_out;
-        ASSERT_NO_FATAL_FAILURE(run_kernel(a, kv_type, h_kv, with_sinks, avx512_out));
-        ASSERT_EQ(std::memcmp(avx512_out.data(), c_out.data(), c_out.size() * 4), 0);
     }
     void run_kernel(const Attn& a, uint32_t kv_type, int64_t h_kv, bool with_sinks, std::vector<float>& got);
 };

@@ -69,6 +69,7 @@ TEST(NpuDeviceMatmul, Q8QuantizerIsBitExactWithQ8_0Reference) {
 }
 
 bool has_avx512vnni();
+bool has_avx2();
 
 /// The matmul's row quantizer in both builds (plain C; AVX-512 where the CPU has it) against the
 /// Q8_0 reference row: the same quants, the fp16 d widened to float, the quants' sums (blocks
@@ -97,6 +98,7 @@ TEST(NpuDeviceMatmul, Q8RowQuantizerBothFormsAreBitExactWithQ8_0Reference) {
     std::vector<std::pair<const char*, Quantize>> forms{{"c", tsl_npu_mm_quantize_c}};
 #if defined(__x86_64__) || defined(__i386__)
     if (has_avx512vnni()) forms.emplace_back("avx512vnni", tsl_npu_mm_quantize_avx512vnni);
+    if (has_avx2()) forms.emplace_back("avx2", tsl_npu_mm_quantize_avx2);
 #endif
     std::vector<int8_t> q0;
     std::vector<float> d0;
@@ -159,6 +161,15 @@ bool has_avx512vnni() {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vnni");
+#else
+    return false;
+#endif
+}
+
+bool has_avx2() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
 #else
     return false;
 #endif
@@ -245,9 +256,10 @@ std::vector<float> check_tile_kernel(DType type, void (*kernel)(const tsl_npu_mm
 }
 
 TEST(NpuDeviceMatmul, TileKernelMatchesTheReferenceDot) {
-    // plain C always; the AVX-512 VNNI and VBMI builds of the same source where this CPU has them.
-    // One column (M = 1) is the VBMI build's register path; every build rounds the same
-    // operations in the same order, so its results equal the C kernel's bit for bit.
+    // plain C always; the AVX-512 VNNI and VBMI builds of the same source and the AVX2 kernel
+    // where this CPU has them. One column (M = 1) is the VBMI and AVX2 kernels' register path;
+    // every build rounds the same operations in the same order, so its results equal the C
+    // kernel's bit for bit.
     for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q8_0, DType::IQ4_NL, DType::MXFP4}) {
         SCOPED_TRACE(dtype_name(t));
         const std::vector<float> c5 = check_tile_kernel(t, tsl_npu_mm_tile_cols_c);
@@ -260,11 +272,66 @@ TEST(NpuDeviceMatmul, TileKernelMatchesTheReferenceDot) {
             EXPECT_EQ(check_tile_kernel(t, tsl_npu_mm_tile_cols_avx512vbmi), c5);
             EXPECT_EQ(check_tile_kernel(t, tsl_npu_mm_tile_cols_avx512vbmi, 1), c1);
         }
+        if (has_avx2()) {
+            EXPECT_EQ(check_tile_kernel(t, tsl_npu_mm_tile_cols_avx2), c5);
+            EXPECT_EQ(check_tile_kernel(t, tsl_npu_mm_tile_cols_avx2, 1), c1);
+        }
 #endif
         (void)c5;
         (void)c1;
     }
 }
+
+#if defined(__x86_64__) || defined(__i386__)
+/// The AVX2 kernel sums a tile's Q4 products in 16-bit lanes: at the extremes (every code 15,
+/// every activation quant +127 or -127, one column and five) its sums must still equal the C
+/// kernel's; also over 67 K tiles (the float accumulation of many blocks).
+TEST(NpuDeviceMatmul, Avx2KernelAtTheQ4ExtremesAndLongKEqualsC) {
+    if (!has_avx2()) GTEST_SKIP() << "no AVX2 on this CPU: the kernel is not offered";
+    for (DType type : {DType::Q4_0, DType::Q4_1}) {
+        SCOPED_TRACE(dtype_name(type));
+        constexpr int64_t K = 64, N = 32;
+        const size_t block = type == DType::Q4_0 ? 18 : 20;
+        std::vector<uint8_t> gguf(block * (K / 32) * N, 0xff);  // every nibble 15
+        for (size_t b = 0; b < gguf.size(); b += block) {
+            gguf[b] = 0x00, gguf[b + 1] = 0x3c;                        // d = 1.0
+            if (type == DType::Q4_1) gguf[b + 2] = 0, gguf[b + 3] = 0;  // m = 0
+        }
+        const npu::tiled::Shape ne{K, N, 1, 1};
+        std::vector<uint8_t> tiles(npu::tiled::tiled_size(type, ne));
+        npu::tiled::repack(type, ne, gguf.data(), tiles.data());
+        for (float sign : {1.0f, -1.0f}) {
+            const std::vector<float> x(K, sign);  // quants all +-127
+            const uint64_t row_bytes = tsl_npu_q8_row_bytes(K), q_bytes = 64, s_bytes = 64;
+            std::vector<uint8_t> act(row_bytes * 5);
+            std::vector<const uint8_t*> cols(5);
+            for (int m = 0; m < 5; ++m) {
+                uint8_t* row = act.data() + m * row_bytes;
+                tsl_npu_quantize_q8_row(x.data(), K, reinterpret_cast<int8_t*>(row), reinterpret_cast<float*>(row + q_bytes),
+                                        reinterpret_cast<int32_t*>(row + q_bytes + s_bytes));
+                ASSERT_EQ(static_cast<int8_t>(row[0]), sign > 0 ? 127 : -127);
+                cols[static_cast<size_t>(m)] = row;
+            }
+            for (uint32_t n_cols : {1u, 5u}) {
+                std::vector<float> want(32 * n_cols), got(32 * n_cols);
+                tsl_npu_mm_tile_args a{static_cast<uint32_t>(type), tsl_npu_tile_bytes(static_cast<uint32_t>(type)), K / 32,
+                                       tiles.data(), n_cols, cols.data(), q_bytes, s_bytes, want.data()};
+                tsl_npu_mm_tile_cols_c(&a);
+                a.acc = got.data();
+                tsl_npu_mm_tile_cols_avx2(&a);
+                EXPECT_EQ(got, want) << "columns " << n_cols << " sign " << sign;
+                // code 15 (Q4_0: value 7) x 127 x the activation scale (1/127 in fp16) x K
+                const float value = sign * (type == DType::Q4_0 ? 7.0f : 15.0f) * K;
+                EXPECT_NEAR(want[0], value, 1e-3 * std::fabs(value));
+            }
+        }
+        EXPECT_EQ(check_tile_kernel(type, tsl_npu_mm_tile_cols_avx2, 5, false, 32 * 67),
+                  check_tile_kernel(type, tsl_npu_mm_tile_cols_c, 5, false, 32 * 67));
+    }
+    EXPECT_EQ(check_tile_kernel(DType::Q8_0, tsl_npu_mm_tile_cols_avx2, 1, false, 32 * 67),
+              check_tile_kernel(DType::Q8_0, tsl_npu_mm_tile_cols_c, 1, false, 32 * 67));
+}
+#endif
 
 #if defined(__x86_64__) || defined(__i386__)
 /// The matrix unit's reshape of two tiles: each signed value (tsl_npu_tile_value) at its B-tile
@@ -340,6 +407,7 @@ TEST(NpuDeviceMatmul, FlatPiecesWidenExactlyAndDotWithinFloatRounding) {
 #if defined(__x86_64__) || defined(__i386__)
     if (has_avx512vnni()) variants.emplace_back(tsl_npu_mm_widen_avx512vnni, tsl_npu_mm_dot_avx512vnni);
     if (has_avx512vbmi()) variants.emplace_back(tsl_npu_mm_widen_avx512vbmi, tsl_npu_mm_dot_avx512vbmi);
+    if (has_avx2()) variants.emplace_back(tsl_npu_mm_widen_avx2, tsl_npu_mm_dot_avx2);
 #endif
     const std::vector<float> a = random_floats(75, 21), b = random_floats(75, 22);
     for (const auto& [widen, dot] : variants) {

@@ -108,10 +108,13 @@ TEST_F(NpuDeviceRows, GluRowKernelPlainCAndAvx512Agree) {
                 const double f = kind == TSL_NPU_GLU_SWIGLU ? x / (1.0 + std::exp(-x)) : x / (1.0 + std::exp(-2.0 * z));
                 ASSERT_NEAR(c_out[r * k + i], f * g, 4e-6 * std::fabs(f * g) + 1e-30) << kind << " x=" << x;
             }
-        if (!(host_isa & TSL_NPU_ISA_AVX512)) continue;  // no AVX-512 kernel to compare on this CPU
-        device_->platform.isa = host_isa;
-        ASSERT_EQ(run(bb, 2), TSL_NPU_OK);
-        ASSERT_EQ(std::memcmp(at<float>(65536), c_out.data(), c_out.size() * 4), 0) << kind;
+        uint64_t seq = 2;
+        for (const uint32_t isa : {TSL_NPU_ISA_AVX2, TSL_NPU_ISA_AVX512}) {
+            if (!(host_isa & isa)) continue;  // no such build to compare on this CPU
+            device_->platform.isa = isa;
+            ASSERT_EQ(run(bb, seq++), TSL_NPU_OK);
+            ASSERT_EQ(std::memcmp(at<float>(65536), c_out.data(), c_out.size() * 4), 0) << kind << " isa " << isa;
+        }
     }
     device_->platform.isa = host_isa;
 }

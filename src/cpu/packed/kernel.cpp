@@ -13,21 +13,15 @@ size_t lhs_offset(const Kernel& kern, int64_t m_idx, int64_t k) { return static_
 size_t rhs_packed_bytes(const Kernel& kern, int64_t n, int64_t k) { return packed_bytes(*kern.format, n, k); }
 size_t rhs_offset(const Kernel& kern, int64_t n_idx, int64_t k) { return group_offset(*kern.format, n_idx, k); }
 
-std::vector<const Kernel*> finish_table(std::span<Kernel> table) {
-    std::vector<const Kernel*> out;
-    for (Kernel& k : table) {
-        k.format = format_for(k.weight);
-        out.push_back(&k);
-    }
-    return out;
-}
-
 const std::vector<const Kernel*>& all_kernels() {
     static const std::vector<const Kernel*> table = [] {
         std::vector<const Kernel*> t;
 #if defined(__x86_64__)
-        for (const auto& tab : {amx_kernels(), avx512vnni_kernels(), avx512_kernels(), avx2_kernels()})
-            for (const Kernel* k : tab) t.push_back(k);
+        for (std::span<Kernel> tab : {kAmxKernels, kAvx512VnniKernels, kAvx512Kernels, kAvx2Kernels})
+            for (Kernel& k : tab) {
+                k.format = format_for(k.weight);
+                t.push_back(&k);
+            }
 #endif
         return t;
     }();

@@ -56,12 +56,8 @@ struct Kernel {
     void (*pack_lhs)(const float* x, size_t x_stride, uint8_t* dst, int64_t m, int64_t k);
     void (*gemm)(const GemmArgs& a);
     void (*gemv)(const GemmArgs& a);  ///< a.m == 1
-    const Format* format = nullptr;    ///< format_for(weight), set by finish_table()
+    const Format* format = nullptr;    ///< format_for(weight), set by all_kernels()
 };
-
-/// Completes a per-ISA table (sets each kernel's format; Format addresses are not constant
-/// expressions) and returns pointers to its entries. Call once, from a function-local static.
-std::vector<const Kernel*> finish_table(std::span<Kernel> table);
 
 /// Bytes of one packed LHS row of k elements for kernel kern.
 size_t lhs_row_bytes(const Kernel& kern, int64_t k);
@@ -77,11 +73,15 @@ size_t rhs_offset(const Kernel& kern, int64_t n_idx, int64_t k);
 /// Every compiled packed kernel, highest tier first (x86: amx, avx512vnni, avx512, avx2 tables).
 const std::vector<const Kernel*>& all_kernels();
 
-/// Kernel tables of each ISA (per-ISA translation units; x86 only).
-std::vector<const Kernel*> amx_kernels();         ///< packed_amx.cpp
-std::vector<const Kernel*> avx512vnni_kernels();  ///< packed_avx512vnni.cpp
-std::vector<const Kernel*> avx512_kernels();      ///< packed_avx512.cpp
-std::vector<const Kernel*> avx2_kernels();        ///< packed_avx2.cpp
+/// Kernel tables of each ISA (per-ISA translation units; x86 only). They are constant-initialised
+/// data (constinit), never code: a translation unit built for an ISA this CPU lacks may run nothing
+/// before the chain checks the tier (its compiler may use that ISA anywhere, e.g. to build a
+/// vector: a table-building function in the AMX unit faulted on an AVX2-only CPU). all_kernels()
+/// completes them (each kernel's format; Format addresses are not constant expressions).
+extern const std::span<Kernel> kAmxKernels;         ///< packed_amx.cpp
+extern const std::span<Kernel> kAvx512VnniKernels;  ///< packed_avx512vnni.cpp
+extern const std::span<Kernel> kAvx512Kernels;      ///< packed_avx512.cpp
+extern const std::span<Kernel> kAvx2Kernels;        ///< packed_avx2.cpp
 
 /// Whether kernel k can run under features f.
 bool usable(const Kernel& k, const CpuFeatures& f);

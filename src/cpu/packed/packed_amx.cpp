@@ -205,19 +205,17 @@ void pack_q8_1(const float* x, size_t x_stride, uint8_t* dst, int64_t m, int64_t
 // with bench_kernels Packed/ (one thread, N = 1536, K = 576 and 1536): an AMX call costs as much
 // for 1 row as for 16 (padded tiles), and the Q4 kernels also unpack every group once per call.
 // Q8_0 overtakes VNNI between M = 4 and 8, Q4_1 by M = 16, Q4_0 (a tie at 16) by M = 32.
-const Kernel kQ4_0 = {"q4_0_q8_0_gemm_16x16_amx", "q4_0_q8_0_gemv_1x16_amx", CpuTier::Amx, true,
+constexpr Kernel kQ4_0 = {"q4_0_q8_0_gemm_16x16_amx", "q4_0_q8_0_gemv_1x16_amx", CpuTier::Amx, true,
                       DType::Q4_0, DType::Q8_0, kTileRows, 16, 4, 2, kTileRows, 16, 32, pack_q8_0, gemm<Q4_0W>, gemm<Q4_0W>};
-const Kernel kQ4_1 = {"q4_1_q8_1_gemm_16x16_amx", "q4_1_q8_1_gemv_1x16_amx", CpuTier::Amx, true,
+constexpr Kernel kQ4_1 = {"q4_1_q8_1_gemm_16x16_amx", "q4_1_q8_1_gemv_1x16_amx", CpuTier::Amx, true,
                       DType::Q4_1, DType::Q8_1, kTileRows, 16, 4, 2, kTileRows, 16, 16, pack_q8_1, gemm<Q4_1W>, gemm<Q4_1W>};
-const Kernel kQ8_0 = {"q8_0_q8_0_gemm_16x16_amx", "q8_0_q8_0_gemv_1x16_amx", CpuTier::Amx, true,
+constexpr Kernel kQ8_0 = {"q8_0_q8_0_gemm_16x16_amx", "q8_0_q8_0_gemv_1x16_amx", CpuTier::Amx, true,
                       DType::Q8_0, DType::Q8_0, kTileRows, 16, 4, 1, kTileRows, 16, 8, pack_q8_0, gemm<Q8_0W>, gemm<Q8_0W>};
+
+constinit Kernel table[] = {kQ4_0, kQ4_1, kQ8_0};
 
 }  // namespace
 
-std::vector<const Kernel*> amx_kernels() {
-    static Kernel table[] = {kQ4_0, kQ4_1, kQ8_0};
-    static const std::vector<const Kernel*> kernels = finish_table(table);
-    return kernels;
-}
+constinit const std::span<Kernel> kAmxKernels{table};
 
 }  // namespace tessel::cpu::packed

@@ -205,21 +205,19 @@ void pack_f32(const float* x, size_t x_stride, uint8_t* dst, int64_t m, int64_t 
 
 constexpr int kMr = 4;
 
-const Kernel kQ4_0 = {"q4_0_q8_0_gemm_4x16_avx2", "q4_0_q8_0_gemv_1x16_avx2", CpuTier::Avx2, false, DType::Q4_0, DType::Q8_0,
+constexpr Kernel kQ4_0 = {"q4_0_q8_0_gemm_4x16_avx2", "q4_0_q8_0_gemv_1x16_avx2", CpuTier::Avx2, false, DType::Q4_0, DType::Q8_0,
                       kMr, 16, 4, 2, kMr, 16, 1, pack_q8_0, quant_gemm<Q4_0W, kMr>, quant_gemm<Q4_0W, 1>};
-const Kernel kQ4_1 = {"q4_1_q8_1_gemm_4x16_avx2", "q4_1_q8_1_gemv_1x16_avx2", CpuTier::Avx2, false, DType::Q4_1, DType::Q8_1,
+constexpr Kernel kQ4_1 = {"q4_1_q8_1_gemm_4x16_avx2", "q4_1_q8_1_gemv_1x16_avx2", CpuTier::Avx2, false, DType::Q4_1, DType::Q8_1,
                       kMr, 16, 4, 2, kMr, 16, 1, pack_q8_1, quant_gemm<Q4_1W, kMr>, quant_gemm<Q4_1W, 1>};
-const Kernel kQ8_0 = {"q8_0_q8_0_gemm_4x16_avx2", "q8_0_q8_0_gemv_1x16_avx2", CpuTier::Avx2, false, DType::Q8_0, DType::Q8_0,
+constexpr Kernel kQ8_0 = {"q8_0_q8_0_gemm_4x16_avx2", "q8_0_q8_0_gemv_1x16_avx2", CpuTier::Avx2, false, DType::Q8_0, DType::Q8_0,
                       kMr, 16, 4, 1, kMr, 16, 1, pack_q8_0, quant_gemm<Q8_0W, kMr>, quant_gemm<Q8_0W, 1>};
-const Kernel kF16 = {"f16_f32_gemm_6x16_avx2", "f16_f32_gemv_1x16_avx2", CpuTier::Avx2, false, DType::F16, DType::F32,
+constexpr Kernel kF16 = {"f16_f32_gemm_6x16_avx2", "f16_f32_gemv_1x16_avx2", CpuTier::Avx2, false, DType::F16, DType::F32,
                      kF16Mr, 16, 2, 1, kF16Mr, 16, 1, pack_f32, f16_gemm, f16_gemv};
+
+constinit Kernel table[] = {kQ4_0, kQ4_1, kQ8_0, kF16};
 
 }  // namespace
 
-std::vector<const Kernel*> avx2_kernels() {
-    static Kernel table[] = {kQ4_0, kQ4_1, kQ8_0, kF16};
-    static const std::vector<const Kernel*> kernels = finish_table(table);
-    return kernels;
-}
+constinit const std::span<Kernel> kAvx2Kernels{table};
 
 }  // namespace tessel::cpu::packed

@@ -74,15 +74,13 @@ void pack_f32(const float* x, size_t x_stride, uint8_t* dst, int64_t m, int64_t 
         std::memcpy(dst + i * k * 4, reinterpret_cast<const uint8_t*>(x) + i * x_stride, static_cast<size_t>(k) * 4);
 }
 
-const Kernel kF16 = {"f16_f32_gemm_8x16_avx512", "f16_f32_gemv_1x16_avx512", CpuTier::Avx512, false, DType::F16, DType::F32,
+constexpr Kernel kF16 = {"f16_f32_gemm_8x16_avx512", "f16_f32_gemv_1x16_avx512", CpuTier::Avx512, false, DType::F16, DType::F32,
                      kMr, 16, 2, 1, kMr, 16, 1, pack_f32, f16_gemm, f16_gemv};
+
+constinit Kernel table[] = {kF16};
 
 }  // namespace
 
-std::vector<const Kernel*> avx512_kernels() {
-    static Kernel table[] = {kF16};
-    static const std::vector<const Kernel*> kernels = finish_table(table);
-    return kernels;
-}
+constinit const std::span<Kernel> kAvx512Kernels{table};
 
 }  // namespace tessel::cpu::packed

@@ -110,19 +110,17 @@ void pack_q8_1(const float* x, size_t x_stride, uint8_t* dst, int64_t m, int64_t
 
 constexpr int kMr = 4;
 
-const Kernel kQ4_0 = {"q4_0_q8_0_gemm_4x16_avx512vnni", "q4_0_q8_0_gemv_1x16_avx512vnni", CpuTier::Avx512Vnni, false,
+constexpr Kernel kQ4_0 = {"q4_0_q8_0_gemm_4x16_avx512vnni", "q4_0_q8_0_gemv_1x16_avx512vnni", CpuTier::Avx512Vnni, false,
                       DType::Q4_0, DType::Q8_0, kMr, 16, 4, 2, kMr, 16, 1, pack_q8_0, gemm<Q4_0W, kMr>, gemv<Q4_0W>};
-const Kernel kQ4_1 = {"q4_1_q8_1_gemm_4x16_avx512vnni", "q4_1_q8_1_gemv_1x16_avx512vnni", CpuTier::Avx512Vnni, false,
+constexpr Kernel kQ4_1 = {"q4_1_q8_1_gemm_4x16_avx512vnni", "q4_1_q8_1_gemv_1x16_avx512vnni", CpuTier::Avx512Vnni, false,
                       DType::Q4_1, DType::Q8_1, kMr, 16, 4, 2, kMr, 16, 1, pack_q8_1, gemm<Q4_1W, kMr>, gemv<Q4_1W>};
-const Kernel kQ8_0 = {"q8_0_q8_0_gemm_4x16_avx512vnni", "q8_0_q8_0_gemv_1x16_avx512vnni", CpuTier::Avx512Vnni, false,
+constexpr Kernel kQ8_0 = {"q8_0_q8_0_gemm_4x16_avx512vnni", "q8_0_q8_0_gemv_1x16_avx512vnni", CpuTier::Avx512Vnni, false,
                       DType::Q8_0, DType::Q8_0, kMr, 16, 4, 1, kMr, 16, 1, pack_q8_0_biased, gemm<Q8_0W, kMr>, gemv<Q8_0W>};
+
+constinit Kernel table[] = {kQ4_0, kQ4_1, kQ8_0};
 
 }  // namespace
 
-std::vector<const Kernel*> avx512vnni_kernels() {
-    static Kernel table[] = {kQ4_0, kQ4_1, kQ8_0};
-    static const std::vector<const Kernel*> kernels = finish_table(table);
-    return kernels;
-}
+constinit const std::span<Kernel> kAvx512VnniKernels{table};
 
 }  // namespace tessel::cpu::packed

@@ -67,6 +67,8 @@ typedef struct tsl_npu_platform {
 #define TSL_NPU_ISA_AVX512 0x4u     /* AVX-512 F + BW + VL + DQ with the OS saving the zmm state: the
                                        _avx512 float kernels (FLASH_ATTN_EXT) */
 #define TSL_NPU_ISA_AVX512VBMI 0x8u /* AVX512VNNI and VBMI (byte permutes): the _avx512vbmi matmul kernel */
+#define TSL_NPU_ISA_AVX2 0x10u      /* AVX2 + FMA + F16C with the OS saving the ymm state: the _avx2 matmul
+                                       and float kernels, used where no AVX-512 bit is set */
 
 typedef struct tsl_npu_mapping {
     int32_t host_fd; /* the host's fd: the name buffers have in batches; -1 = free entry */

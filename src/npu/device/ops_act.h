@@ -15,11 +15,13 @@ static inline tsl_vf tsl_npu_gelu_vec(tsl_vf x) {
     return tsl_vf_mul(x, tsl_vf_sigmoid(tsl_vf_add(z, z)));
 }
 
-/* GLU's row kernel (ops_glu.inc) per ISA: plain C, and AVX-512 (x86 only; the platform's isa has
- * TSL_NPU_ISA_AVX512). Rows as tsl_npu_for_rows gives them; the same results on both. */
+/* GLU's row kernel (ops_glu.inc) per ISA: plain C, AVX-512 (x86 only; the platform's isa has
+ * TSL_NPU_ISA_AVX512) and the plain C source built with AVX2 flags (TSL_NPU_ISA_AVX2, no AVX-512).
+ * Rows as tsl_npu_for_rows gives them; the same results on each. */
 void tsl_npu_glu_row_c(const tsl_npu_op_ctx* c, int64_t i1, int64_t i2, int64_t i3);
 #if defined(__x86_64__) || defined(__i386__)
 void tsl_npu_glu_row_avx512(const tsl_npu_op_ctx* c, int64_t i1, int64_t i2, int64_t i3);
+void tsl_npu_glu_row_avx2(const tsl_npu_op_ctx* c, int64_t i1, int64_t i2, int64_t i3);
 #endif
 
 #endif /* TESSEL_NPU_DEVICE_OPS_ACT_H */

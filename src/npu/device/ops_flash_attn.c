@@ -63,6 +63,7 @@ int32_t tsl_npu_flash_attn_run(tsl_npu_op_ctx* c) {
     const tsl_npu_view* q = &c->src[0];
     tsl_npu_task_fn rows = tsl_npu_fa_rows_c;
 #if defined(__x86_64__) || defined(__i386__)
+    if (c->platform->isa & TSL_NPU_ISA_AVX2) rows = tsl_npu_fa_rows_avx2;
     if (c->platform->isa & TSL_NPU_ISA_AVX512) rows = tsl_npu_fa_rows_avx512;
 #endif
     tsl_npu_ops_parallel(c, tsl_npu_n_rows(q) * c->src[1].ne[1] * (D + Dv), rows, &t);

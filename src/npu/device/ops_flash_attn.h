@@ -1,7 +1,8 @@
 /* Internal to FLASH_ATTN_EXT (ops_flash_attn.c): the kernel's interface, built from one generic
  * source (ops_flash_attn.inc) once in plain C (ops_flash_attn_rows.c, every target) and once with
  * AVX-512 F/BW/VL/DQ (ops_flash_attn_avx512.c, x86 only; picked when the platform's isa has
- * TSL_NPU_ISA_AVX512). Both compute the same float operations in the same order (vec.h's two
+ * TSL_NPU_ISA_AVX512), else with AVX2 flags where the isa has TSL_NPU_ISA_AVX2 (ops_flash_attn_avx2.c:
+ * the plain C vectors, compiler-vectorised). All compute the same float operations in the same order (vec.h's two
  * implementations give the same bits), so their outputs are identical. */
 #ifndef TESSEL_NPU_DEVICE_OPS_FLASH_ATTN_H
 #define TESSEL_NPU_DEVICE_OPS_FLASH_ATTN_H
@@ -21,6 +22,7 @@ typedef struct tsl_npu_fa_task {
 void tsl_npu_fa_rows_c(void* arg, uint32_t worker, uint32_t n_workers);
 #if defined(__x86_64__) || defined(__i386__)
 void tsl_npu_fa_rows_avx512(void* arg, uint32_t worker, uint32_t n_workers);
+void tsl_npu_fa_rows_avx2(void* arg, uint32_t worker, uint32_t n_workers);
 #endif
 
 #endif /* TESSEL_NPU_DEVICE_OPS_FLASH_ATTN_H */

@@ -26,6 +26,7 @@ int32_t tsl_npu_glu_run(tsl_npu_op_ctx* c) {
     const int64_t n = tsl_npu_n_elements(&c->dst[0]);
     tsl_npu_row_fn row = tsl_npu_glu_row_c;
 #if defined(__x86_64__) || defined(__i386__)
+    if (c->platform->isa & TSL_NPU_ISA_AVX2) row = tsl_npu_glu_row_avx2;
     if (c->platform->isa & TSL_NPU_ISA_AVX512) row = tsl_npu_glu_row_avx512;
 #endif
     tsl_npu_for_rows(c, 2 * n, row);

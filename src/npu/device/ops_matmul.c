@@ -319,6 +319,12 @@ static int32_t mm_run(tsl_npu_op_ctx* c, int is_id) {
     j.dot_fn = tsl_npu_mm_dot_c;
     j.quantize_fn = tsl_npu_mm_quantize_c;
 #if defined(__x86_64__) || defined(__i386__)
+    if (c->platform->isa & TSL_NPU_ISA_AVX2) {
+        j.tile_fn = tsl_npu_mm_tile_cols_avx2;
+        j.widen_fn = tsl_npu_mm_widen_avx2;
+        j.dot_fn = tsl_npu_mm_dot_avx2;
+        j.quantize_fn = tsl_npu_mm_quantize_avx2;
+    }
     if (c->platform->isa & TSL_NPU_ISA_AVX512VNNI) {
         j.tile_fn = tsl_npu_mm_tile_cols_avx512vnni;
         j.widen_fn = tsl_npu_mm_widen_avx512vnni;

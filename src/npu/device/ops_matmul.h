@@ -1,7 +1,8 @@
 /* Internal to the matmul ops (ops_matmul.c): the tiled micro-kernel's interface, built from one
  * generic source (ops_matmul_tile.inc) once in plain C (ops_matmul_tile.c, every target) and once
  * per host ISA (x86 only: ops_matmul_tile_avx512vnni.c, AVX-512 F/BW + VNNI;
- * ops_matmul_tile_avx512vbmi.c, the same + VBMI); and the matrix-unit
+ * ops_matmul_tile_avx512vbmi.c, the same + VBMI), plus an AVX2 kernel of its own for hosts without
+ * AVX-512 (ops_matmul_tile_avx2.c: AVX2 has no 4-element byte dot product); and the matrix-unit
  * kernel (ops_matmul_tile_amx.c, x86 only: AMX-INT8). */
 #ifndef TESSEL_NPU_DEVICE_OPS_MATMUL_H
 #define TESSEL_NPU_DEVICE_OPS_MATMUL_H
@@ -53,6 +54,10 @@ void tsl_npu_mm_tile_cols_avx512vbmi(const tsl_npu_mm_tile_args* a);
 void tsl_npu_mm_widen_avx512vbmi(const uint16_t* h, float* out, int64_t k);
 float tsl_npu_mm_dot_avx512vbmi(const float* a, const float* b, int64_t k);
 void tsl_npu_mm_quantize_avx512vnni(const float* x, int64_t k, int8_t* q, float* d, int32_t* sums);
+void tsl_npu_mm_tile_cols_avx2(const tsl_npu_mm_tile_args* a);
+void tsl_npu_mm_widen_avx2(const uint16_t* h, float* out, int64_t k);
+float tsl_npu_mm_dot_avx2(const float* a, const float* b, int64_t k);
+void tsl_npu_mm_quantize_avx2(const float* x, int64_t k, int8_t* q, float* d, int32_t* sums);
 
 /* The matrix unit (AMX-INT8; only where the platform's isa has TSL_NPU_ISA_AMX_INT8):
  *  - begin loads the kernel's tile configuration on the calling thread, end releases the tiles;

@@ -147,6 +147,8 @@ static uint32_t posix_isa(void) {
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
         isa |= TSL_NPU_ISA_AVX512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+        isa |= TSL_NPU_ISA_AVX2;
 #endif
     return isa;
 }

@@ -27,6 +27,9 @@
 #if defined(__AVX512BW__) && defined(__AVX512VNNI__)
 #include <immintrin.h>
 #define TSL_VI8_AVX512 1
+#elif defined(__AVX2__) && defined(__F16C__)
+#include <immintrin.h>
+#define TSL_VI8_AVX2 1 /* only the quantizer below; the AVX2 matmul kernel has its own dot products */
 #endif
 
 #define TSL_VU8_LANES 64
@@ -189,14 +192,100 @@ static inline void tsl_npu_quantize_q8_16_avx512(const float* x, int8_t* q, floa
 }
 #endif
 
+#ifdef TSL_VI8_AVX2
+/* Block x's 32 quants at q from its inverse scale id, as tsl_npu_q8_quants_avx512 computes them (the
+ * same IEEE product, truncate-then-compare rounding and |v| < 2^31 test per lane) on four 8-lane
+ * vectors; returns their sum (exact). */
+static inline int32_t tsl_npu_q8_quants_avx2(const float* x, float id, int8_t* q) {
+    const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    __m256i qi[4];
+    for (int h = 0; h < 4; ++h) {
+        const __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + 8 * h), _mm256_set1_ps(id));
+        const __m256 a = _mm256_and_ps(v, abs_mask);
+        const __m256i ok = _mm256_castps_si256(_mm256_cmp_ps(a, _mm256_set1_ps(2147483648.0f), _CMP_LT_OQ));
+        __m256i i = _mm256_and_si256(_mm256_cvttps_epi32(a), ok);
+        const __m256i up = _mm256_castps_si256(
+            _mm256_cmp_ps(_mm256_sub_ps(a, _mm256_cvtepi32_ps(i)), _mm256_set1_ps(0.5f), _CMP_GE_OQ));
+        i = _mm256_sub_epi32(i, _mm256_and_si256(up, ok)); /* a true mask is -1 */
+        const __m256i neg = _mm256_castps_si256(_mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ));
+        qi[h] = _mm256_sub_epi32(_mm256_xor_si256(i, neg), neg); /* negated where v < 0 */
+    }
+    /* |q| <= 127: the saturating packs are exact; they interleave 128-bit lanes, undone by the permute */
+    const __m256i w01 = _mm256_packs_epi32(qi[0], qi[1]), w23 = _mm256_packs_epi32(qi[2], qi[3]);
+    const __m256i b = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(w01, w23), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256((__m256i*)(void*)q, b);
+    __m256i s = _mm256_add_epi32(_mm256_add_epi32(qi[0], qi[1]), _mm256_add_epi32(qi[2], qi[3]));
+    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+    return _mm_cvtsi128_si32(s4);
+}
+
+/* One block as tsl_npu_quantize_q8_block, bit-exact with it (d and 1 / d the same scalar float
+ * operations; a block holding a NaN takes the scalar form). */
+static inline uint16_t tsl_npu_quantize_q8_block_avx2(const float* x, int8_t* q, int32_t* qsum) {
+    const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    __m256 m = _mm256_setzero_ps(), un = _mm256_setzero_ps();
+    for (int h = 0; h < 4; ++h) {
+        const __m256 v = _mm256_loadu_ps(x + 8 * h);
+        un = _mm256_or_ps(un, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+        m = _mm256_max_ps(m, _mm256_and_ps(v, abs_mask));
+    }
+    if (_mm256_movemask_ps(un)) return tsl_npu_quantize_q8_block(x, q, qsum);
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
+    const float d = _mm_cvtss_f32(m4) / 127.0f;
+    *qsum = tsl_npu_q8_quants_avx2(x, d != 0.0f ? 1.0f / d : 0.0f, q);
+    return tsl_npu_float_to_half(d);
+}
+
+/* 8 consecutive blocks (256 floats) as tsl_npu_quantize_q8_row quantizes them, bit-exact with
+ * tsl_npu_quantize_q8_block: each amax a maximum of absolute values (exact in any order), then
+ * d = amax / 127, 1 / d and d's fp16 rounding (F16C, round to nearest even) for the 8 blocks at
+ * once. A block holding a NaN is redone by the scalar form (its amax depends on the order). */
+static inline void tsl_npu_quantize_q8_8_avx2(const float* x, int8_t* q, float* d, int32_t* sums) {
+    const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    _Alignas(32) float amax[8], id[8];
+    uint32_t nan = 0;
+    for (int b = 0; b < 8; ++b) {
+        __m256 m = _mm256_setzero_ps(), un = _mm256_setzero_ps();
+        for (int h = 0; h < 4; ++h) {
+            const __m256 v = _mm256_loadu_ps(x + 32 * b + 8 * h);
+            un = _mm256_or_ps(un, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+            m = _mm256_max_ps(m, _mm256_and_ps(v, abs_mask));
+        }
+        if (_mm256_movemask_ps(un)) nan |= 1u << b;
+        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
+        amax[b] = _mm_cvtss_f32(m4);
+    }
+    const __m256 dv = _mm256_div_ps(_mm256_load_ps(amax), _mm256_set1_ps(127.0f));
+    const __m256 nz = _mm256_cmp_ps(dv, _mm256_setzero_ps(), _CMP_NEQ_UQ);
+    _mm256_store_ps(id, _mm256_and_ps(_mm256_div_ps(_mm256_set1_ps(1.0f), dv), nz));
+    _mm256_storeu_ps(d, _mm256_cvtph_ps(_mm256_cvtps_ph(dv, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+    for (int b = 0; b < 8; ++b) {
+        if (nan & (1u << b)) {
+            d[b] = tsl_npu_half_to_float(tsl_npu_quantize_q8_block(x + 32 * b, q + 32 * b, &sums[b]));
+            continue;
+        }
+        sums[b] = tsl_npu_q8_quants_avx2(x + 32 * b, id[b], q + 32 * b);
+    }
+}
+#endif
+
 /* A row of k floats (k % 32 == 0) -> k quants, k/32 scales (the fp16 d widened to float, as the
- * Q8_0 block stores it) and k/32 quant sums. Same bits in both forms (plain C; AVX-512: 16
- * blocks at a time, then one at a time). */
+ * Q8_0 block stores it) and k/32 quant sums. Same bits in every form (plain C; AVX-512: 16
+ * blocks at a time, then one at a time; AVX2: 8 at a time, then one at a time). */
 static inline void tsl_npu_quantize_q8_row(const float* x, int64_t k, int8_t* q, float* d, int32_t* sums) {
     int64_t b = 0;
-#ifdef TSL_VI8_AVX512
+#if defined(TSL_VI8_AVX512)
     for (; b + 16 <= k / 32; b += 16) tsl_npu_quantize_q8_16_avx512(x + 32 * b, q + 32 * b, d + b, sums + b);
     for (; b < k / 32; ++b) d[b] = tsl_npu_half_to_float(tsl_npu_quantize_q8_block_avx512(x + 32 * b, q + 32 * b, &sums[b]));
+#elif defined(TSL_VI8_AVX2)
+    for (; b + 8 <= k / 32; b += 8) tsl_npu_quantize_q8_8_avx2(x + 32 * b, q + 32 * b, d + b, sums + b);
+    for (; b < k / 32; ++b) d[b] = tsl_npu_half_to_float(tsl_npu_quantize_q8_block_avx2(x + 32 * b, q + 32 * b, &sums[b]));
 #else
     for (; b < k / 32; ++b) d[b] = tsl_npu_half_to_float(tsl_npu_quantize_q8_block(x + 32 * b, q + 32 * b, &sums[b]));
 #endif
