@@ -154,11 +154,13 @@ void swiglu_run(Tensor& dst, ThreadContext& ctx, void*) {
     }
 }
 
-const FastKernel kSoftMax = {"soft_max_f32_avx2", has_avx2_tier, softmax_supports, no_work, softmax_run};
-const FastKernel kSwiglu = {"swiglu_f32_avx2", has_avx2_tier, swiglu_supports, no_work, swiglu_run};
+constexpr FastKernel kSoftMax = {"soft_max_f32_avx2", has_avx2_tier, softmax_supports, no_work, softmax_run};
+constexpr FastKernel kSwiglu = {"swiglu_f32_avx2", has_avx2_tier, swiglu_supports, no_work, swiglu_run};
+
+constexpr FastKernel kTable[] = {kSoftMax, kSwiglu};
 
 }  // namespace
 
-std::vector<const FastKernel*> avx2_activation_kernels() { return {&kSoftMax, &kSwiglu}; }
+constinit const std::span<const FastKernel> kAvx2ActivationKernels{kTable};
 
 }  // namespace tessel::cpu

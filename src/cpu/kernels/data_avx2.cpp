@@ -237,19 +237,19 @@ void copy_dequant_run(Tensor& dst, ThreadContext& ctx, void*) {
                              reinterpret_cast<float*>(row_at(dst, row_coords(dst, r))), dst.ne[0]);
 }
 
-const FastKernel kGetRows = {"get_rows_avx2", has_avx2_tier, get_rows_supports<true>, no_work, get_rows_run};
-const FastKernel kGetRowsRowwise = {"get_rows_rowwise_avx2", has_avx2_tier, get_rows_supports<false>, no_work,
+constexpr FastKernel kGetRows = {"get_rows_avx2", has_avx2_tier, get_rows_supports<true>, no_work, get_rows_run};
+constexpr FastKernel kGetRowsRowwise = {"get_rows_rowwise_avx2", has_avx2_tier, get_rows_supports<false>, no_work,
                                     get_rows_run};
-const FastKernel kSetRows = {"set_rows_avx2", has_avx2_tier, set_rows_supports, no_work, set_rows_run};
-const FastKernel kCopyElements = {"copy_avx2", has_avx2_tier, copy_elements_supports, no_work, copy_elements_run};
-const FastKernel kCopyBlocks = {"copy_blocks_avx2", has_avx2_tier, copy_blocks_supports, no_work, copy_blocks_run};
-const FastKernel kCopyQ8_0 = {"copy_q8_0_avx2", has_avx2_tier, copy_q8_0_supports, copy_q8_0_work, copy_q8_0_run};
-const FastKernel kCopyDequant = {"copy_dequant_avx2", has_avx2_tier, copy_dequant_supports, no_work, copy_dequant_run};
+constexpr FastKernel kSetRows = {"set_rows_avx2", has_avx2_tier, set_rows_supports, no_work, set_rows_run};
+constexpr FastKernel kCopyElements = {"copy_avx2", has_avx2_tier, copy_elements_supports, no_work, copy_elements_run};
+constexpr FastKernel kCopyBlocks = {"copy_blocks_avx2", has_avx2_tier, copy_blocks_supports, no_work, copy_blocks_run};
+constexpr FastKernel kCopyQ8_0 = {"copy_q8_0_avx2", has_avx2_tier, copy_q8_0_supports, copy_q8_0_work, copy_q8_0_run};
+constexpr FastKernel kCopyDequant = {"copy_dequant_avx2", has_avx2_tier, copy_dequant_supports, no_work, copy_dequant_run};
+
+constexpr FastKernel kTable[] = {kGetRows, kGetRowsRowwise, kSetRows, kCopyElements, kCopyBlocks, kCopyQ8_0, kCopyDequant};
 
 }  // namespace
 
-std::vector<const FastKernel*> avx2_data_kernels() {
-    return {&kGetRows, &kGetRowsRowwise, &kSetRows, &kCopyElements, &kCopyBlocks, &kCopyQ8_0, &kCopyDequant};
-}
+constinit const std::span<const FastKernel> kAvx2DataKernels{kTable};
 
 }  // namespace tessel::cpu

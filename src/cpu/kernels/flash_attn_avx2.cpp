@@ -368,10 +368,12 @@ void fa_run(Tensor& dst, ThreadContext& ctx, void* work) {
     }
 }
 
-const FastKernel kFlashAttn = {"flash_attn_ext_f32_avx2", has_avx2_tier, fa_supports, fa_work_size, fa_run};
+constexpr FastKernel kFlashAttn = {"flash_attn_ext_f32_avx2", has_avx2_tier, fa_supports, fa_work_size, fa_run};
+
+constexpr FastKernel kTable[] = {kFlashAttn};
 
 }  // namespace
 
-std::vector<const FastKernel*> avx2_flash_attn_kernels() { return {&kFlashAttn}; }
+constinit const std::span<const FastKernel> kAvx2FlashAttnKernels{kTable};
 
 }  // namespace tessel::cpu

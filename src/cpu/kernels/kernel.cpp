@@ -10,16 +10,16 @@ const std::vector<const FastKernel*>& all_kernels() {
     static const std::vector<const FastKernel*> table = [] {
         std::vector<const FastKernel*> t;
 #if defined(__x86_64__)
-        for (const FastKernel* k : avx512vnni_mul_mat_kernels()) t.push_back(k);
-        for (const FastKernel* k : avx512_float_mul_mat_kernels()) t.push_back(k);
-        for (const FastKernel* k : avx2_mul_mat_kernels()) t.push_back(k);
-        for (const FastKernel* k : avx2_kquant_mul_mat_kernels()) t.push_back(k);
-        for (const FastKernel* k : avx2_row_kernels()) t.push_back(k);
-        for (const FastKernel* k : avx2_activation_kernels()) t.push_back(k);
-        for (const FastKernel* k : avx2_float_mul_mat_kernels()) t.push_back(k);
-        for (const FastKernel* k : avx2_rope_kernels()) t.push_back(k);
-        for (const FastKernel* k : avx2_flash_attn_kernels()) t.push_back(k);
-        for (const FastKernel* k : avx2_data_kernels()) t.push_back(k);
+        for (const FastKernel& k : kAvx512VnniMulMatKernels) t.push_back(&k);
+        for (const FastKernel& k : kAvx512FloatMulMatKernels) t.push_back(&k);
+        for (const FastKernel& k : kAvx2MulMatKernels) t.push_back(&k);
+        for (const FastKernel& k : kAvx2KquantMulMatKernels) t.push_back(&k);
+        for (const FastKernel& k : kAvx2RowKernels) t.push_back(&k);
+        for (const FastKernel& k : kAvx2ActivationKernels) t.push_back(&k);
+        for (const FastKernel& k : kAvx2FloatMulMatKernels) t.push_back(&k);
+        for (const FastKernel& k : kAvx2RopeKernels) t.push_back(&k);
+        for (const FastKernel& k : kAvx2FlashAttnKernels) t.push_back(&k);
+        for (const FastKernel& k : kAvx2DataKernels) t.push_back(&k);
 #endif
         return t;
     }();

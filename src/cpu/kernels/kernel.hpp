@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <vector>
 
 #include "core/cpu_features.hpp"
@@ -65,18 +66,21 @@ bool f32_rows(const Tensor& t);
 /// The fast kernel for node dst under features f, or nullptr (the reference kernel runs).
 const FastKernel* select_kernel(const Tensor& dst, const CpuFeatures& f);
 
-/// Kernel tables of each ISA, defined in the per-ISA translation units (x86 only). The
-/// selection table lists higher tiers first, so their kernels win where usable.
-std::vector<const FastKernel*> avx512vnni_mul_mat_kernels();  ///< mul_mat_avx512vnni.cpp (MUL_MAT, MUL_MAT_ID)
-std::vector<const FastKernel*> avx512_float_mul_mat_kernels();  ///< mul_mat_float_avx512.cpp
-std::vector<const FastKernel*> avx2_mul_mat_kernels();  ///< mul_mat_avx2.cpp (MUL_MAT, MUL_MAT_ID)
-std::vector<const FastKernel*> avx2_row_kernels();  ///< rows_avx2.cpp
-std::vector<const FastKernel*> avx2_activation_kernels();  ///< activations_avx2.cpp
-std::vector<const FastKernel*> avx2_float_mul_mat_kernels();  ///< mul_mat_float_avx2.cpp
-std::vector<const FastKernel*> avx2_rope_kernels();  ///< rope_avx2.cpp
-std::vector<const FastKernel*> avx2_flash_attn_kernels();  ///< flash_attn_avx2.cpp
-std::vector<const FastKernel*> avx2_data_kernels();  ///< data_avx2.cpp
+/// Kernel tables of each ISA, defined in the per-ISA translation units (x86 only) as constant-
+/// initialised data, never code: a unit built for an ISA this CPU lacks may run nothing before a
+/// kernel's `usable` check (its compiler may use that ISA anywhere; a table-building function of
+/// the AVX-512 unit faulted on an AVX2-only CPU). The selection table lists higher tiers first, so
+/// their kernels win where usable.
+extern const std::span<const FastKernel> kAvx512VnniMulMatKernels;  ///< mul_mat_avx512vnni.cpp (MUL_MAT, MUL_MAT_ID)
+extern const std::span<const FastKernel> kAvx512FloatMulMatKernels;  ///< mul_mat_float_avx512.cpp
+extern const std::span<const FastKernel> kAvx2MulMatKernels;  ///< mul_mat_avx2.cpp (MUL_MAT, MUL_MAT_ID)
+extern const std::span<const FastKernel> kAvx2RowKernels;  ///< rows_avx2.cpp
+extern const std::span<const FastKernel> kAvx2ActivationKernels;  ///< activations_avx2.cpp
+extern const std::span<const FastKernel> kAvx2FloatMulMatKernels;  ///< mul_mat_float_avx2.cpp
+extern const std::span<const FastKernel> kAvx2RopeKernels;  ///< rope_avx2.cpp
+extern const std::span<const FastKernel> kAvx2FlashAttnKernels;  ///< flash_attn_avx2.cpp
+extern const std::span<const FastKernel> kAvx2DataKernels;  ///< data_avx2.cpp
 /// mul_mat_kquants_avx2.cpp: Q2_K..Q6_K and IQ4_XS weights with Q8_K activations (MUL_MAT, MUL_MAT_ID)
-std::vector<const FastKernel*> avx2_kquant_mul_mat_kernels();
+extern const std::span<const FastKernel> kAvx2KquantMulMatKernels;
 
 }  // namespace tessel::cpu

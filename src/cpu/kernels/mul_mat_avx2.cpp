@@ -54,6 +54,6 @@ struct MXFP4K : Avx2Kernel<avx2::DecMXFP4, block_q8_0, DType::MXFP4, DType::Q8_0
 
 }  // namespace
 
-std::vector<const FastKernel*> avx2_mul_mat_kernels() { return mm::kernel_table<Q8_0K, Q4_0K, Q4_1K, Q5_0K, Q5_1K, IQ4_NLK, MXFP4K>(); }
+constinit const std::span<const FastKernel> kAvx2MulMatKernels{mm::kKernelTable<Q8_0K, Q4_0K, Q4_1K, Q5_0K, Q5_1K, IQ4_NLK, MXFP4K>};
 
 }  // namespace tessel::cpu

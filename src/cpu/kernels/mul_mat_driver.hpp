@@ -207,15 +207,9 @@ constexpr FastKernel mul_mat_id_kernel() {
     return {D::kGemmName, D::usable, supports_mul_mat_id<D>, mul_mat_id_work<D>, run_mul_mat_id<D>, D::kGemvName};
 }
 
-/// One ISA's table: the MUL_MAT kernels of micro-kernels Ds, then their MUL_MAT_ID kernels.
+/// One ISA's table (constant data): the MUL_MAT kernels of micro-kernels Ds, then their
+/// MUL_MAT_ID kernels.
 template <class... Ds>
-std::vector<const FastKernel*> kernel_table() {
-    static constexpr FastKernel kMulMat[] = {mul_mat_kernel<Ds>()...};
-    static constexpr FastKernel kMulMatId[] = {mul_mat_id_kernel<Ds>()...};
-    std::vector<const FastKernel*> out;
-    for (const FastKernel& k : kMulMat) out.push_back(&k);
-    for (const FastKernel& k : kMulMatId) out.push_back(&k);
-    return out;
-}
+inline constexpr FastKernel kKernelTable[] = {mul_mat_kernel<Ds>()..., mul_mat_id_kernel<Ds>()...};
 
 }  // namespace tessel::cpu::mm

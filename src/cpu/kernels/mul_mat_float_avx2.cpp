@@ -85,12 +85,14 @@ void run(Tensor& dst, ThreadContext& ctx, void*) {
     });
 }
 
-const FastKernel kF16 = {"f16_f32_gemm_1x1_avx2", has_avx2_tier, supports<uint16_t, DType::F16>, no_work, run<uint16_t>};
-const FastKernel kBf16 = {"bf16_f32_gemm_1x1_avx2", has_avx2_tier, supports<Bf16, DType::BF16>, no_work, run<Bf16>};
-const FastKernel kF32 = {"f32_f32_gemm_1x1_avx2", has_avx2_tier, supports<float, DType::F32>, no_work, run<float>};
+constexpr FastKernel kF16 = {"f16_f32_gemm_1x1_avx2", has_avx2_tier, supports<uint16_t, DType::F16>, no_work, run<uint16_t>};
+constexpr FastKernel kBf16 = {"bf16_f32_gemm_1x1_avx2", has_avx2_tier, supports<Bf16, DType::BF16>, no_work, run<Bf16>};
+constexpr FastKernel kF32 = {"f32_f32_gemm_1x1_avx2", has_avx2_tier, supports<float, DType::F32>, no_work, run<float>};
+
+constexpr FastKernel kTable[] = {kF16, kBf16, kF32};
 
 }  // namespace
 
-std::vector<const FastKernel*> avx2_float_mul_mat_kernels() { return {&kF16, &kBf16, &kF32}; }
+constinit const std::span<const FastKernel> kAvx2FloatMulMatKernels{kTable};
 
 }  // namespace tessel::cpu

@@ -125,12 +125,14 @@ void run(Tensor& dst, ThreadContext& ctx, void*) {
     });
 }
 
-const FastKernel kF16 = {"f16_f32_gemm_2x8_avx512", has_avx512_tier, supports<F16, DType::F16>, no_work, run<F16>};
-const FastKernel kBf16 = {"bf16_f32_gemm_2x8_avx512", has_avx512_tier, supports<Bf16, DType::BF16>, no_work, run<Bf16>};
-const FastKernel kF32 = {"f32_f32_gemm_2x8_avx512", has_avx512_tier, supports<F32, DType::F32>, no_work, run<F32>};
+constexpr FastKernel kF16 = {"f16_f32_gemm_2x8_avx512", has_avx512_tier, supports<F16, DType::F16>, no_work, run<F16>};
+constexpr FastKernel kBf16 = {"bf16_f32_gemm_2x8_avx512", has_avx512_tier, supports<Bf16, DType::BF16>, no_work, run<Bf16>};
+constexpr FastKernel kF32 = {"f32_f32_gemm_2x8_avx512", has_avx512_tier, supports<F32, DType::F32>, no_work, run<F32>};
+
+constexpr FastKernel kTable[] = {kF16, kBf16, kF32};
 
 }  // namespace
 
-std::vector<const FastKernel*> avx512_float_mul_mat_kernels() { return {&kF16, &kBf16, &kF32}; }
+constinit const std::span<const FastKernel> kAvx512FloatMulMatKernels{kTable};
 
 }  // namespace tessel::cpu

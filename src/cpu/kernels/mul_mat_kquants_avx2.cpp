@@ -47,6 +47,6 @@ struct IQ4_XSK : KQuantKernel<avx2::DecIQ4_XS, DType::IQ4_XS> {
 
 }  // namespace
 
-std::vector<const FastKernel*> avx2_kquant_mul_mat_kernels() { return mm::kernel_table<Q2_KK, Q3_KK, Q4_KK, Q5_KK, Q6_KK, IQ4_XSK>(); }
+constinit const std::span<const FastKernel> kAvx2KquantMulMatKernels{mm::kKernelTable<Q2_KK, Q3_KK, Q4_KK, Q5_KK, Q6_KK, IQ4_XSK>};
 
 }  // namespace tessel::cpu

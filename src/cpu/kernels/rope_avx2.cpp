@@ -214,11 +214,13 @@ void rope_run(Tensor& dst, ThreadContext& ctx, void* work) {
     }
 }
 
-const FastKernel kRopeF32 = {"rope_f32_avx2", has_avx2_tier, rope_supports<DType::F32>, rope_work_size, rope_run};
-const FastKernel kRopeF16 = {"rope_f16_avx2", has_avx2_tier, rope_supports<DType::F16>, rope_work_size, rope_run};
+constexpr FastKernel kRopeF32 = {"rope_f32_avx2", has_avx2_tier, rope_supports<DType::F32>, rope_work_size, rope_run};
+constexpr FastKernel kRopeF16 = {"rope_f16_avx2", has_avx2_tier, rope_supports<DType::F16>, rope_work_size, rope_run};
+
+constexpr FastKernel kTable[] = {kRopeF32, kRopeF16};
 
 }  // namespace
 
-std::vector<const FastKernel*> avx2_rope_kernels() { return {&kRopeF32, &kRopeF16}; }
+constinit const std::span<const FastKernel> kAvx2RopeKernels{kTable};
 
 }  // namespace tessel::cpu

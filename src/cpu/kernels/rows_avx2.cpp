@@ -89,12 +89,14 @@ void binary_run(Tensor& dst, ThreadContext& ctx, void*) {
     }
 }
 
-const FastKernel kRmsNorm = {"rms_norm_f32_avx2", has_avx2_tier, rms_supports, no_work, rms_run};
-const FastKernel kAdd = {"add_f32_avx2", has_avx2_tier, binary_supports<Op::ADD>, no_work, binary_run<Op::ADD>};
-const FastKernel kMul = {"mul_f32_avx2", has_avx2_tier, binary_supports<Op::MUL>, no_work, binary_run<Op::MUL>};
+constexpr FastKernel kRmsNorm = {"rms_norm_f32_avx2", has_avx2_tier, rms_supports, no_work, rms_run};
+constexpr FastKernel kAdd = {"add_f32_avx2", has_avx2_tier, binary_supports<Op::ADD>, no_work, binary_run<Op::ADD>};
+constexpr FastKernel kMul = {"mul_f32_avx2", has_avx2_tier, binary_supports<Op::MUL>, no_work, binary_run<Op::MUL>};
+
+constexpr FastKernel kTable[] = {kRmsNorm, kAdd, kMul};
 
 }  // namespace
 
-std::vector<const FastKernel*> avx2_row_kernels() { return {&kRmsNorm, &kAdd, &kMul}; }
+constinit const std::span<const FastKernel> kAvx2RowKernels{kTable};
 
 }  // namespace tessel::cpu
