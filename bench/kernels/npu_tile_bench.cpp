@@ -1,6 +1,6 @@
 // The NPU device's tiled matmul micro-kernel (src/npu/device/ops_matmul.h) called directly on one
 // thread, named `NpuTile/<type>_<isa>/<shape>/M:<m>` for each vector-unit build this CPU runs
-// (avx512vnni, avx512vbmi), on the shapes and M of packed_bench.cpp, so that
+// (avx2, avx512vnni, avx512vbmi), on the shapes and M of packed_bench.cpp, so that
 // `Packed/<type>_q8_0_.../<shape>/M:<m>` in the same run is the packed CPU path's figure.
 //
 // One iteration: the M activation rows are quantized to Q8 (tsl_npu_quantize_q8_row, as the
@@ -131,7 +131,9 @@ void register_npu_tile_benchmarks() {
     __builtin_cpu_init();
     const bool vnni = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni");
     const bool vbmi = vnni && __builtin_cpu_supports("avx512vbmi");
-    const std::pair<const char*, TileFn> builds[] = {{"avx512vnni", vnni ? tsl_npu_mm_tile_cols_avx512vnni : nullptr},
+    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    const std::pair<const char*, TileFn> builds[] = {{"avx2", avx2 ? tsl_npu_mm_tile_cols_avx2 : nullptr},
+                                                     {"avx512vnni", vnni ? tsl_npu_mm_tile_cols_avx512vnni : nullptr},
                                                      {"avx512vbmi", vbmi ? tsl_npu_mm_tile_cols_avx512vbmi : nullptr}};
     for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q8_0})
         for (const auto& [isa, fn] : builds) {

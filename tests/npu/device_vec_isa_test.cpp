@@ -24,6 +24,9 @@ void tsl_test_transpose_c(const float* in, float* out);
 void tsl_test_vec_lanes_avx512(const float* a, const float* b, int n, float* out);
 void tsl_test_transpose_avx512(const float* in, float* out);
 void tsl_test_half_row_avx512(const uint16_t* src, float* dst, int64_t n);
+void tsl_test_vec_lanes_avx2(const float* a, const float* b, int n, float* out);
+void tsl_test_transpose_avx2(const float* in, float* out);
+void tsl_test_half_row_avx2(const uint16_t* src, float* dst, int64_t n);
 #endif
 }
 
@@ -32,13 +35,23 @@ namespace {
 
 constexpr int kResults = 256;  // floats written by tsl_test_vec_lanes_*
 
-bool has_avx512() {
+/// vec.h's ISA builds this CPU runs (x86: AVX2, AVX-512), as the functions of each.
+struct IsaBuild {
+    const char* name;
+    void (*lanes)(const float* a, const float* b, int n, float* out);
+    void (*transpose)(const float* in, float* out);
+    void (*half_row)(const uint16_t* src, float* dst, int64_t n);
+};
+std::vector<IsaBuild> isa_builds() {
+    std::vector<IsaBuild> out;
 #if defined(__x86_64__)
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-#else
-    return false;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+        out.push_back({"avx2", tsl_test_vec_lanes_avx2, tsl_test_transpose_avx2, tsl_test_half_row_avx2});
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512dq"))
+        out.push_back({"avx512", tsl_test_vec_lanes_avx512, tsl_test_transpose_avx512, tsl_test_half_row_avx512});
 #endif
+    return out;
 }
 
 // Equal bits, or both NaN.
@@ -63,9 +76,9 @@ float special_or_random(std::mt19937& rng) {
     return std::ldexp(mant(rng), exp(rng));
 }
 
-TEST(NpuDeviceVecIsa, Avx512LanesEqualThePlainCLanes) {
+TEST(NpuDeviceVecIsa, IsaBuildLanesEqualThePlainCLanes) {
     std::mt19937 rng(2026);
-    const bool avx512 = has_avx512();
+    const std::vector<IsaBuild> builds = isa_builds();
     float a[16], b[16], c_out[kResults], x_out[kResults];
     for (int iter = 0; iter < 20000; ++iter) {
         for (int i = 0; i < 16; ++i) {
@@ -93,9 +106,11 @@ TEST(NpuDeviceVecIsa, Avx512LanesEqualThePlainCLanes) {
         int8_t bytes[16];
         std::memcpy(bytes, a, 16);
         for (int i = 0; i < 16; ++i) ASSERT_EQ(c_out[240 + i], static_cast<float>(bytes[i])) << iter;
-        if (!avx512) continue;
-        tsl_test_vec_lanes_avx512(a, b, n, x_out);
-        for (int i = 0; i < kResults; ++i) ASSERT_TRUE(same(x_out[i], c_out[i])) << "iter " << iter << " float " << i;
+        for (const IsaBuild& build : builds) {
+            build.lanes(a, b, n, x_out);
+            for (int i = 0; i < kResults; ++i)
+                ASSERT_TRUE(same(x_out[i], c_out[i])) << build.name << " iter " << iter << " float " << i;
+        }
     }
 }
 
@@ -105,12 +120,11 @@ TEST(NpuDeviceVecIsa, TransposeSwapsRowsAndColumns) {
     tsl_test_transpose_c(in, c_out);
     for (int i = 0; i < 16; ++i)
         for (int j = 0; j < 16; ++j) ASSERT_EQ(c_out[16 * i + j], in[16 * j + i]) << i << "," << j;
-    if (!has_avx512()) return;  // no AVX-512 transpose to compare on this CPU
-#if defined(__x86_64__)
-    float x_out[256];
-    tsl_test_transpose_avx512(in, x_out);
-    ASSERT_EQ(std::memcmp(x_out, c_out, sizeof c_out), 0);
-#endif
+    for (const IsaBuild& build : isa_builds()) {
+        float x_out[256];
+        build.transpose(in, x_out);
+        ASSERT_EQ(std::memcmp(x_out, c_out, sizeof c_out), 0) << build.name;
+    }
 }
 
 TEST(NpuDeviceVecIsa, HalfRowConversionEqualsTheScalarOneForEveryHalf) {
@@ -122,12 +136,11 @@ TEST(NpuDeviceVecIsa, HalfRowConversionEqualsTheScalarOneForEveryHalf) {
         const float want = fp16_to_fp32(h[i]);
         ASSERT_EQ(std::memcmp(&c[i], &want, 4), 0) << h[i];
     }
-    if (!has_avx512()) return;  // no AVX-512 conversion to compare on this CPU
-#if defined(__x86_64__)
-    std::vector<float> x(h.size());
-    tsl_test_half_row_avx512(h.data(), x.data(), static_cast<int64_t>(h.size()));
-    ASSERT_EQ(std::memcmp(x.data(), c.data(), c.size() * 4), 0);  // NaN payloads included
-#endif
+    for (const IsaBuild& build : isa_builds()) {
+        std::vector<float> x(h.size());
+        build.half_row(h.data(), x.data(), static_cast<int64_t>(h.size()));
+        ASSERT_EQ(std::memcmp(x.data(), c.data(), c.size() * 4), 0) << build.name;  // NaN payloads included
+    }
 }
 
 }  // namespace

@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__F16C__)
 #include <immintrin.h>
 #endif
 
@@ -62,7 +62,7 @@ static inline uint16_t tsl_npu_float_to_half(float f) {
 }
 
 /* n halves, `stride` bytes apart from src (2-byte aligned), as floats into dst. A translation
- * unit compiled with AVX-512 F converts 16 contiguous halves at a time with VCVTPH2PS (exact, NaNs
+ * unit compiled with AVX-512 F (F16C) converts 16 (8) contiguous halves at a time with VCVTPH2PS (exact, NaNs
  * quieted with their payload kept: the same bits as tsl_npu_half_to_float). */
 static inline void tsl_npu_half_row_to_float(const uint8_t* src, uint64_t stride, float* dst, int64_t n) {
     if (stride == 2) {
@@ -70,6 +70,8 @@ static inline void tsl_npu_half_row_to_float(const uint8_t* src, uint64_t stride
         int64_t i = 0;
 #if defined(__AVX512F__)
         for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(h + i))));
+#elif defined(__F16C__)
+        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(h + i))));
 #endif
         for (; i < n; ++i) dst[i] = tsl_npu_half_to_float(h[i]);
         return;

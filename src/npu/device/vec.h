@@ -1,18 +1,21 @@
 /* The device kernels' vector abstraction: float vectors of TSL_VF_LANES lanes (16 floats, one
  * 512-bit register of the virtual NPU's vector unit, half an HVX 128-byte register).
  *
- * Two implementations behind the same names (kernels only use the functions below and a
+ * Three implementations behind the same names (kernels only use the functions below and a
  * vector's lanes as .v[i]):
  *   - plain C (the default): a struct of 16 floats and fixed-count lane loops, which compiles
  *     freestanding for Hexagon (scripts/check-hexagon.sh) and which host compilers auto-vectorise;
  *   - AVX-512 (a translation unit compiled with __AVX512F__, i.e. an ISA-suffixed device file such
  *     as ops_flash_attn_avx512.c, cmake/TesselFlags.cmake): a union of one __m512 and the 16
- *     floats, the functions on intrinsics. TSL_VF_AVX512 is defined then.
- * Both give bit-identical results for every input (tests/npu/device_vec_lanes_test.cpp runs both):
+ *     floats, the functions on intrinsics. TSL_VF_AVX512 is defined then;
+ *   - AVX2 (a translation unit compiled with __AVX2__ and __FMA__ but not __AVX512F__, i.e. an
+ *     `_avx2`-suffixed device file): a union of two __m256 (lanes 0-7, 8-15) and the 16 floats,
+ *     the same operations on 256-bit intrinsics (TSL_VF_AVX2).
+ * All give bit-identical results for every input (tests/npu/device_vec_isa_test.cpp runs each):
  * each operation is the same IEEE operation per lane, hsum adds in the same pairwise tree, max/min
  * keep the C form's "b unless a > b (a < b)" rule (that of MAXPS/MINPS), and hmax returns the C
  * loop's lane (the first lane holding the maximum; NaN lanes never win unless lane 0 is NaN).
- * The vector type's alignment differs (64 bytes with AVX-512): no struct shared between
+ * The vector type's alignment differs (64 bytes with AVX-512, 32 with AVX2): no struct shared between
  * translation units holds a tsl_vf.
  *
  * Arithmetic is IEEE single precision lane by lane, each operation rounded once (tsl_vf_madd is a
@@ -48,6 +51,9 @@
 #if defined(__AVX512F__)
 #include <immintrin.h>
 #define TSL_VF_AVX512 1
+#elif defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define TSL_VF_AVX2 1
 #endif
 
 #define TSL_VF_LANES 16
@@ -64,6 +70,22 @@ static inline tsl_vf tsl_vf_of(__m512 m) {
 }
 /* Lanes [0, n) set (0 <= n <= 16). */
 static inline __mmask16 tsl_vf_first_n(int n) { return (__mmask16)((1u << n) - 1u); }
+#elif defined(TSL_VF_AVX2)
+typedef union tsl_vf {
+    __m256 h[2]; /* lanes 0..7, 8..15 */
+    float v[TSL_VF_LANES];
+} tsl_vf;
+static inline tsl_vf tsl_vf_of2(__m256 lo, __m256 hi) {
+    tsl_vf r;
+    r.h[0] = lo;
+    r.h[1] = hi;
+    return r;
+}
+/* Half `half`'s lanes among [0, n) as an all-ones mask (0 <= n <= 16). */
+static inline __m256i tsl_vf_first_n2(int n, int half) {
+    const __m256i idx = _mm256_add_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(8 * half));
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), idx);
+}
 #else
 typedef struct tsl_vf {
     float v[TSL_VF_LANES];
@@ -75,6 +97,8 @@ typedef struct tsl_vf {
 static inline tsl_vf tsl_vf_splat(float x) {
 #ifdef TSL_VF_AVX512
     return tsl_vf_of(_mm512_set1_ps(x));
+#elif defined(TSL_VF_AVX2)
+    return tsl_vf_of2(_mm256_set1_ps(x), _mm256_set1_ps(x));
 #else
     tsl_vf r;
     for (int i = 0; i < TSL_VF_LANES; ++i) r.v[i] = x;
@@ -86,6 +110,8 @@ static inline tsl_vf tsl_vf_splat(float x) {
 static inline tsl_vf tsl_vf_load(const float* p) {
 #ifdef TSL_VF_AVX512
     return tsl_vf_of(_mm512_loadu_ps(p));
+#elif defined(TSL_VF_AVX2)
+    return tsl_vf_of2(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8));
 #else
     tsl_vf r;
     __builtin_memcpy(r.v, p, sizeof r.v);
@@ -96,6 +122,8 @@ static inline tsl_vf tsl_vf_load(const float* p) {
 static inline tsl_vf tsl_vf_loadu(const float* p) {
 #ifdef TSL_VF_AVX512
     return tsl_vf_of(_mm512_loadu_ps(p));
+#elif defined(TSL_VF_AVX2)
+    return tsl_vf_of2(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8));
 #else
     tsl_vf r;
     __builtin_memcpy(r.v, p, sizeof r.v);
@@ -106,6 +134,13 @@ static inline tsl_vf tsl_vf_loadu(const float* p) {
 static inline tsl_vf tsl_vf_load_n(const float* p, int n, float fill) {
 #ifdef TSL_VF_AVX512
     return tsl_vf_of(_mm512_mask_loadu_ps(_mm512_set1_ps(fill), tsl_vf_first_n(n), p)); /* no fault past n */
+#elif defined(TSL_VF_AVX2)
+    tsl_vf r;
+    for (int h = 0; h < 2; ++h) { /* masked loads: no fault past n */
+        const __m256i m = tsl_vf_first_n2(n, h);
+        r.h[h] = _mm256_blendv_ps(_mm256_set1_ps(fill), _mm256_maskload_ps(p + 8 * h, m), _mm256_castsi256_ps(m));
+    }
+    return r;
 #else
     tsl_vf r;
     for (int i = 0; i < TSL_VF_LANES; ++i) r.v[i] = i < n ? p[i] : fill;
@@ -116,6 +151,9 @@ static inline tsl_vf tsl_vf_load_n(const float* p, int n, float fill) {
 static inline tsl_vf tsl_vf_load_i8(const int8_t* p) {
 #ifdef TSL_VF_AVX512
     return tsl_vf_of(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i*)(const void*)p))));
+#elif defined(TSL_VF_AVX2)
+    const __m128i b = _mm_loadu_si128((const __m128i*)(const void*)p);
+    return tsl_vf_of2(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b)), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(b, 8))));
 #else
     tsl_vf r;
     for (int i = 0; i < TSL_VF_LANES; ++i) r.v[i] = (float)p[i];
@@ -128,35 +166,42 @@ static inline void tsl_vf_storeu(float* p, tsl_vf a) { __builtin_memcpy(p, a.v, 
 static inline void tsl_vf_store_n(float* p, tsl_vf a, int n) {
 #ifdef TSL_VF_AVX512
     _mm512_mask_storeu_ps(p, tsl_vf_first_n(n), a.m);
+#elif defined(TSL_VF_AVX2)
+    for (int h = 0; h < 2; ++h) _mm256_maskstore_ps(p + 8 * h, tsl_vf_first_n2(n, h), a.h[h]);
 #else
     for (int i = 0; i < n; ++i) p[i] = a.v[i];
 #endif
 }
 
 #ifdef TSL_VF_AVX512
-#define TSL_VF_LANEWISE2(name, expr, intrinsic) \
-    static inline tsl_vf name(tsl_vf a, tsl_vf b) { return tsl_vf_of(intrinsic(a.m, b.m)); }
+#define TSL_VF_LANEWISE2(name, expr, op) \
+    static inline tsl_vf name(tsl_vf a, tsl_vf b) { return tsl_vf_of(_mm512_##op(a.m, b.m)); }
+#elif defined(TSL_VF_AVX2)
+#define TSL_VF_LANEWISE2(name, expr, op) \
+    static inline tsl_vf name(tsl_vf a, tsl_vf b) { return tsl_vf_of2(_mm256_##op(a.h[0], b.h[0]), _mm256_##op(a.h[1], b.h[1])); }
 #else
-#define TSL_VF_LANEWISE2(name, expr, intrinsic)                 \
+#define TSL_VF_LANEWISE2(name, expr, op)                        \
     static inline tsl_vf name(tsl_vf a, tsl_vf b) {             \
         tsl_vf r;                                               \
         for (int i = 0; i < TSL_VF_LANES; ++i) r.v[i] = (expr); \
         return r;                                               \
     }
 #endif
-TSL_VF_LANEWISE2(tsl_vf_add, a.v[i] + b.v[i], _mm512_add_ps)
-TSL_VF_LANEWISE2(tsl_vf_sub, a.v[i] - b.v[i], _mm512_sub_ps)
-TSL_VF_LANEWISE2(tsl_vf_mul, a.v[i] * b.v[i], _mm512_mul_ps)
-TSL_VF_LANEWISE2(tsl_vf_div, a.v[i] / b.v[i], _mm512_div_ps)
+TSL_VF_LANEWISE2(tsl_vf_add, a.v[i] + b.v[i], add_ps)
+TSL_VF_LANEWISE2(tsl_vf_sub, a.v[i] - b.v[i], sub_ps)
+TSL_VF_LANEWISE2(tsl_vf_mul, a.v[i] * b.v[i], mul_ps)
+TSL_VF_LANEWISE2(tsl_vf_div, a.v[i] / b.v[i], div_ps)
 /* max/min: b when the comparison is false (so a NaN in a gives b; MAXPS/MINPS's rule too) */
-TSL_VF_LANEWISE2(tsl_vf_max, a.v[i] > b.v[i] ? a.v[i] : b.v[i], _mm512_max_ps)
-TSL_VF_LANEWISE2(tsl_vf_min, a.v[i] < b.v[i] ? a.v[i] : b.v[i], _mm512_min_ps)
+TSL_VF_LANEWISE2(tsl_vf_max, a.v[i] > b.v[i] ? a.v[i] : b.v[i], max_ps)
+TSL_VF_LANEWISE2(tsl_vf_min, a.v[i] < b.v[i] ? a.v[i] : b.v[i], min_ps)
 #undef TSL_VF_LANEWISE2
 
 /* a * b + c, two roundings. */
 static inline tsl_vf tsl_vf_madd(tsl_vf a, tsl_vf b, tsl_vf c) {
 #ifdef TSL_VF_AVX512
     return tsl_vf_of(_mm512_add_ps(_mm512_mul_ps(a.m, b.m), c.m));
+#elif defined(TSL_VF_AVX2)
+    return tsl_vf_of2(_mm256_add_ps(_mm256_mul_ps(a.h[0], b.h[0]), c.h[0]), _mm256_add_ps(_mm256_mul_ps(a.h[1], b.h[1]), c.h[1]));
 #else
     tsl_vf r;
     for (int i = 0; i < TSL_VF_LANES; ++i) r.v[i] = a.v[i] * b.v[i] + c.v[i];
@@ -168,6 +213,10 @@ static inline tsl_vf tsl_vf_madd(tsl_vf a, tsl_vf b, tsl_vf c) {
 static inline tsl_vf tsl_vf_select_lt(tsl_vf a, tsl_vf b, tsl_vf x, tsl_vf y) {
 #ifdef TSL_VF_AVX512
     return tsl_vf_of(_mm512_mask_blend_ps(_mm512_cmp_ps_mask(a.m, b.m, _CMP_LT_OQ), y.m, x.m));
+#elif defined(TSL_VF_AVX2)
+    tsl_vf r;
+    for (int h = 0; h < 2; ++h) r.h[h] = _mm256_blendv_ps(y.h[h], x.h[h], _mm256_cmp_ps(a.h[h], b.h[h], _CMP_LT_OQ));
+    return r;
 #else
     tsl_vf r;
     for (int i = 0; i < TSL_VF_LANES; ++i) r.v[i] = a.v[i] < b.v[i] ? x.v[i] : y.v[i];
@@ -179,6 +228,10 @@ static inline tsl_vf tsl_vf_select_lt(tsl_vf a, tsl_vf b, tsl_vf x, tsl_vf y) {
 static inline tsl_vf tsl_vf_keep_n(tsl_vf a, int n, float fill) {
 #ifdef TSL_VF_AVX512
     return tsl_vf_of(_mm512_mask_blend_ps(tsl_vf_first_n(n), _mm512_set1_ps(fill), a.m));
+#elif defined(TSL_VF_AVX2)
+    for (int h = 0; h < 2; ++h)
+        a.h[h] = _mm256_blendv_ps(_mm256_set1_ps(fill), a.h[h], _mm256_castsi256_ps(tsl_vf_first_n2(n, h)));
+    return a;
 #else
     for (int i = n; i < TSL_VF_LANES; ++i) a.v[i] = fill;
     return a;
@@ -189,6 +242,8 @@ static inline tsl_vf tsl_vf_keep_n(tsl_vf a, int n, float fill) {
 static inline int tsl_vf_any_nlt(tsl_vf a, tsl_vf b) {
 #ifdef TSL_VF_AVX512
     return _mm512_cmp_ps_mask(a.m, b.m, _CMP_NLT_UQ) != 0;
+#elif defined(TSL_VF_AVX2)
+    return _mm256_movemask_ps(_mm256_or_ps(_mm256_cmp_ps(a.h[0], b.h[0], _CMP_NLT_UQ), _mm256_cmp_ps(a.h[1], b.h[1], _CMP_NLT_UQ))) != 0;
 #else
     int any = 0;
     for (int i = 0; i < TSL_VF_LANES; ++i) any |= !(a.v[i] < b.v[i]);
@@ -220,6 +275,39 @@ static inline void tsl_vf_transpose16(tsl_vf* m) {
         m[8 + c].m = _mm512_shuffle_f32x4(x0, y0, 0xdd);
         m[12 + c].m = _mm512_shuffle_f32x4(x1, y1, 0xdd);
     }
+#elif defined(TSL_VF_AVX2)
+    /* four 8 x 8 blocks: (rows 0-7 | 8-15) x (lanes 0-7 | 8-15); the off-diagonal ones swap */
+    __m256 blk[4][8];
+    for (int r = 0; r < 8; ++r) {
+        blk[0][r] = m[r].h[0];
+        blk[1][r] = m[r].h[1];
+        blk[2][r] = m[8 + r].h[0];
+        blk[3][r] = m[8 + r].h[1];
+    }
+    for (int b = 0; b < 4; ++b) {
+        __m256* x = blk[b];
+        __m256 t[8], u[8];
+        for (int i = 0; i < 8; i += 2) {
+            t[i] = _mm256_unpacklo_ps(x[i], x[i + 1]);
+            t[i + 1] = _mm256_unpackhi_ps(x[i], x[i + 1]);
+        }
+        for (int g = 0; g < 2; ++g) { /* u[4g + c], 128-bit lane L: column 4L + c of rows 4g .. 4g + 3 */
+            u[4 * g] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
+            u[4 * g + 1] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0xee);
+            u[4 * g + 2] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
+            u[4 * g + 3] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xee);
+        }
+        for (int c = 0; c < 4; ++c) {
+            x[c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x20);
+            x[4 + c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x31);
+        }
+    }
+    for (int r = 0; r < 8; ++r) {
+        m[r].h[0] = blk[0][r];
+        m[r].h[1] = blk[2][r];
+        m[8 + r].h[0] = blk[1][r];
+        m[8 + r].h[1] = blk[3][r];
+    }
 #else
     for (int i = 0; i < TSL_VF_LANES; ++i)
         for (int j = i + 1; j < TSL_VF_LANES; ++j) {
@@ -234,6 +322,11 @@ static inline void tsl_vf_transpose16(tsl_vf* m) {
 static inline float tsl_vf_hsum(tsl_vf a) {
 #ifdef TSL_VF_AVX512
     const __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(a.m), _mm512_extractf32x8_ps(a.m, 1));
+    const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+    const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+    return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
+#elif defined(TSL_VF_AVX2)
+    const __m256 s8 = _mm256_add_ps(a.h[0], a.h[1]);
     const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
     const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
     return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
@@ -252,6 +345,18 @@ static inline float tsl_vf_hmax(tsl_vf a) {
     const float mx = _mm512_reduce_max_ps(x);
     /* the C loop keeps the first lane holding the maximum (the sign of a zero maximum) */
     return a.v[__builtin_ctz(_mm512_cmp_ps_mask(x, _mm512_set1_ps(mx), _CMP_EQ_OQ))];
+#elif defined(TSL_VF_AVX2)
+    if (!(a.v[0] == a.v[0])) return a.v[0]; /* as the AVX-512 form: NaN lanes as -inf, lane 0 NaN wins */
+    const __m256 ninf = _mm256_set1_ps(tsl_npu_f32_of_bits(0xff800000u));
+    const __m256 x0 = _mm256_blendv_ps(a.h[0], ninf, _mm256_cmp_ps(a.h[0], a.h[0], _CMP_UNORD_Q));
+    const __m256 x1 = _mm256_blendv_ps(a.h[1], ninf, _mm256_cmp_ps(a.h[1], a.h[1], _CMP_UNORD_Q));
+    const __m256 m8 = _mm256_max_ps(x0, x1);
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m8), _mm256_extractf128_ps(m8, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
+    const __m256 mx = _mm256_set1_ps(_mm_cvtss_f32(m4));
+    const int eq = _mm256_movemask_ps(_mm256_cmp_ps(x0, mx, _CMP_EQ_OQ)) | (_mm256_movemask_ps(_mm256_cmp_ps(x1, mx, _CMP_EQ_OQ)) << 8);
+    return a.v[__builtin_ctz((unsigned)eq)];
 #else
     float m = a.v[0];
     for (int i = 1; i < TSL_VF_LANES; ++i) m = a.v[i] > m ? a.v[i] : m;
@@ -270,6 +375,10 @@ static inline float tsl_vf_hmax(tsl_vf a) {
 typedef float tsl_vf_raw __attribute__((vector_size(64)));
 typedef int32_t tsl_vi_raw __attribute__((vector_size(64)));
 #define TSL_VF_RAW_LANES 16 /* the whole tsl_vf: one zmm register */
+#elif defined(TSL_VF_AVX2)
+typedef float tsl_vf_raw __attribute__((vector_size(32)));
+typedef int32_t tsl_vi_raw __attribute__((vector_size(32)));
+#define TSL_VF_RAW_LANES 8 /* half a tsl_vf: one ymm register */
 #else
 typedef float tsl_vf_raw __attribute__((vector_size(16)));
 typedef int32_t tsl_vi_raw __attribute__((vector_size(16)));
