@@ -3,8 +3,8 @@
 // (avx2, avx512vnni, avx512vbmi), on the shapes and M of packed_bench.cpp, so that
 // `Packed/<type>_q8_0_.../<shape>/M:<m>` in the same run is the packed CPU path's figure.
 //
-// One iteration: the M activation rows are quantized to Q8 (tsl_npu_quantize_q8_row, as the
-// device does per MUL_MAT) and every 32-row row tile of the weight is run against them in passes
+// One iteration: the M activation rows are quantized to Q8 by the build's quantizer (as the
+// device does per MUL_MAT; the bench's own translation unit would get the plain C form) and every 32-row row tile of the weight is run against them in passes
 // of up to TSL_NPU_MM_COLS columns. At M = 1 it runs over `mats` copies of the tiled weight
 // totalling over 1 GiB (as packed_bench.cpp), so the weights come from memory.
 //
@@ -24,7 +24,6 @@
 
 extern "C" {
 #include "npu/device/ops_matmul.h"
-#include "npu/device/vec_i8.h"
 #include "npu/proto/proto.h"
 }
 
@@ -34,7 +33,14 @@ namespace {
 #if defined(__x86_64__) || defined(__i386__)
 using Shape = KernelShape;
 
-using TileFn = void (*)(const tsl_npu_mm_tile_args*);
+/// One build of the device's tiled kernel: its micro-kernel and its activation quantizer (the
+/// op quantizes every activation row before the kernel runs, as the packed path packs its LHS).
+struct TileBuild {
+    void (*tile)(const tsl_npu_mm_tile_args*);
+    tsl_npu_mm_quantize_fn quantize;
+    bool operator==(const TileBuild&) const = default;
+};
+using TileFn = TileBuild;
 
 class TileRun {
 public:
@@ -67,8 +73,8 @@ public:
         std::vector<const uint8_t*> cols(static_cast<size_t>(M_));
         for (int64_t m = 0; m < M_; ++m) {
             uint8_t* row = act_.data() + static_cast<size_t>(m) * row_bytes_;
-            tsl_npu_quantize_q8_row(&x_[static_cast<size_t>(m * K)], K, reinterpret_cast<int8_t*>(row),
-                                    reinterpret_cast<float*>(row + q_bytes), reinterpret_cast<int32_t*>(row + q_bytes + s_bytes));
+            fn_.quantize(&x_[static_cast<size_t>(m * K)], K, reinterpret_cast<int8_t*>(row),
+                         reinterpret_cast<float*>(row + q_bytes), reinterpret_cast<int32_t*>(row + q_bytes + s_bytes));
             cols[static_cast<size_t>(m)] = row;
         }
         const uint32_t tile_bytes = tsl_npu_tile_bytes(static_cast<uint32_t>(type_));
@@ -79,7 +85,7 @@ public:
                     const auto n_cols = static_cast<uint32_t>(std::min<int64_t>(TSL_NPU_MM_COLS, M_ - c0));
                     const tsl_npu_mm_tile_args a{static_cast<uint32_t>(type_), tile_bytes, n_kt, tiles, n_cols,
                                                  cols.data() + c0, q_bytes, s_bytes, acc_.data()};
-                    fn_(&a);
+                    fn_.tile(&a);
                 }
         benchmark::DoNotOptimize(acc_.data());
     }
@@ -132,12 +138,13 @@ void register_npu_tile_benchmarks() {
     const bool vnni = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni");
     const bool vbmi = vnni && __builtin_cpu_supports("avx512vbmi");
     const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-    const std::pair<const char*, TileFn> builds[] = {{"avx2", avx2 ? tsl_npu_mm_tile_cols_avx2 : nullptr},
-                                                     {"avx512vnni", vnni ? tsl_npu_mm_tile_cols_avx512vnni : nullptr},
-                                                     {"avx512vbmi", vbmi ? tsl_npu_mm_tile_cols_avx512vbmi : nullptr}};
+    const std::pair<const char*, TileFn> builds[] = {
+        {"avx2", avx2 ? TileBuild{tsl_npu_mm_tile_cols_avx2, tsl_npu_mm_quantize_avx2} : TileBuild{}},
+        {"avx512vnni", vnni ? TileBuild{tsl_npu_mm_tile_cols_avx512vnni, tsl_npu_mm_quantize_avx512vnni} : TileBuild{}},
+        {"avx512vbmi", vbmi ? TileBuild{tsl_npu_mm_tile_cols_avx512vbmi, tsl_npu_mm_quantize_avx512vnni} : TileBuild{}}};
     for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q8_0})
         for (const auto& [isa, fn] : builds) {
-            if (!fn) continue;
+            if (!fn.tile) continue;
             for (const Shape& s : kKernelShapes) {
                 const std::string name = std::string("NpuTile/") + dtype_name(t) + "_" + isa + "/" + s.name;
                 benchmark::internal::Benchmark* b = benchmark::RegisterBenchmark(

@@ -16,7 +16,8 @@
  * is decoded into four vectors whose 32-bit lanes hold one row's 4 values each (the dot layout);
  * the rows come out in an order fixed by the unpacks, put back in order once per tile (mm2_rows).
  * One activation column (a decode step) decodes each group into registers and uses it at once; more
- * columns decode a tile once onto the stack and read it per column. */
+ * columns decode a tile once onto the stack and read it for four columns at a time, one half of
+ * the rows per pass (8 s16 sums in registers), the last n_cols % 4 columns one by one. */
 #include <immintrin.h>
 
 #include "npu/device/half.h"
@@ -24,37 +25,43 @@
 #include "npu/device/ops_matmul_decode.h"
 #include "npu/proto/proto.h"
 
-/* What a kernel call decodes with. */
+/* What a kernel call decodes with. The flags are the weight type's; every function taking a
+ * decoder is inlined into a body specialised per type class (mm2_body), so they are constants
+ * there and the branches on them fold away. */
 typedef struct mm2_decoder {
-    uint32_t type;
-    int is_signed; /* the signed path (Q8_0, IQ4_NL, MXFP4) */
-    int has_lut;
+    int q8;         /* Q8_0 (its own layout) */
+    int is_signed;  /* the signed path: Q8_0, IQ4_NL, MXFP4 */
+    int has_lut;    /* IQ4_NL, MXFP4 */
+    int has_min;    /* Q4_1 */
     int32_t offset; /* the unsigned codes' offset (Q4_0 8, Q4_1 0); 0 on the signed path */
     __m256i lut;    /* IQ4_NL / MXFP4: the signed values of the 16 codes, in both 128-bit lanes */
 } mm2_decoder;
 
-static mm2_decoder mm2_decoder_of(uint32_t type) {
+#define MM2_INLINE static inline __attribute__((always_inline))
+
+MM2_INLINE mm2_decoder mm2_decoder_of(uint32_t type, int q8, int is_signed, int has_lut, int has_min) {
     mm2_decoder dc;
     int32_t offset;
     const uint8_t* lut = mm_lut(type, &offset);
-    dc.type = type;
-    dc.is_signed = !(type == TSL_NPU_TYPE_Q4_0 || type == TSL_NPU_TYPE_Q4_1);
-    dc.has_lut = lut != 0;
-    dc.offset = dc.is_signed ? 0 : offset;
+    dc.q8 = q8;
+    dc.is_signed = is_signed;
+    dc.has_lut = has_lut;
+    dc.has_min = has_min;
+    dc.offset = is_signed ? 0 : offset;
     /* mm_lut's codes are value + 128: flipping bit 7 gives the value as a signed byte */
-    dc.lut = lut ? _mm256_xor_si256(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)(const void*)lut)),
-                                    _mm256_set1_epi8((char)0x80))
-                 : _mm256_setzero_si256();
+    dc.lut = has_lut ? _mm256_xor_si256(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)(const void*)lut)),
+                                        _mm256_set1_epi8((char)0x80))
+                     : _mm256_setzero_si256();
     return dc;
 }
 
-static inline __m256i mm2_load(const uint8_t* p) { return _mm256_loadu_si256((const __m256i*)(const void*)p); }
+MM2_INLINE __m256i mm2_load(const uint8_t* p) { return _mm256_loadu_si256((const __m256i*)(const void*)p); }
 
 /* Group j of tile t in the dot layout. Rows per vector (128-bit lane 0 | lane 1):
  *   Q8_0:        v0 0-3 | 8-11,  v1 4-7 | 12-15,  v2 16-19 | 24-27,  v3 20-23 | 28-31
  *   4-bit types: v0 0-3 | 16-19, v1 4-7 | 20-23,  v2 8-11 | 24-27,   v3 12-15 | 28-31 */
-static inline void mm2_group(const mm2_decoder* dc, const uint8_t* t, int j, __m256i v[4]) {
-    if (dc->type == TSL_NPU_TYPE_Q8_0) { /* column pair p at 64p: bytes 2r, 2r + 1 = row r's two values */
+MM2_INLINE void mm2_group(const mm2_decoder* dc, const uint8_t* t, int j, __m256i v[4]) {
+    if (dc->q8) { /* column pair p at 64p: bytes 2r, 2r + 1 = row r's two values */
         const uint8_t* p = t + 128 * j;
         const __m256i a0 = mm2_load(p), a1 = mm2_load(p + 32), c0 = mm2_load(p + 64), c1 = mm2_load(p + 96);
         v[0] = _mm256_unpacklo_epi16(a0, c0);
@@ -82,71 +89,43 @@ static inline void mm2_group(const mm2_decoder* dc, const uint8_t* t, int j, __m
     v[3] = _mm256_unpackhi_epi16(w1, w3);
 }
 
-/* A tile's dot sums, per dot-layout vector: s16 (unsigned path) or s32 (signed path). */
-typedef struct mm2_sums {
-    __m256i s[4];
-} mm2_sums;
-
-static inline void mm2_zero(mm2_sums* a) {
-    for (int i = 0; i < 4; ++i) a->s[i] = _mm256_setzero_si256();
+/* sum += the dot of the code vector w (|w| in aw on the signed path) with the activation group
+ * xb (its 4 quants in every 32-bit lane): s16 lanes on the unsigned path, s32 on the signed one. */
+MM2_INLINE __m256i mm2_dot(const mm2_decoder* dc, __m256i sum, __m256i w, __m256i aw, __m256i xb) {
+    if (!dc->is_signed) return _mm256_add_epi16(sum, _mm256_maddubs_epi16(w, xb));
+    const __m256i p = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(xb, w));
+    return _mm256_add_epi32(sum, _mm256_madd_epi16(p, _mm256_set1_epi16(1)));
 }
 
-/* a += group v . the activation group xb (its 4 quants in every 32-bit lane). */
-static inline void mm2_dot(const mm2_decoder* dc, mm2_sums* a, const __m256i v[4], __m256i xb) {
-    if (!dc->is_signed) {
-        for (int i = 0; i < 4; ++i) a->s[i] = _mm256_add_epi16(a->s[i], _mm256_maddubs_epi16(v[i], xb));
-        return;
-    }
-    const __m256i ones = _mm256_set1_epi16(1);
-    for (int i = 0; i < 4; ++i) {
-        const __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(v[i], v[i]), _mm256_sign_epi8(xb, v[i]));
-        a->s[i] = _mm256_add_epi32(a->s[i], _mm256_madd_epi16(p, ones));
-    }
-}
-
-/* The tile's 32 row sums as s32 in row order: r[q] = rows 8q..8q+7. */
-static inline void mm2_rows(const mm2_decoder* dc, const mm2_sums* a, __m256i r[4]) {
-    __m256i s[4];
-    const __m256i ones = _mm256_set1_epi16(1);
-    for (int i = 0; i < 4; ++i) s[i] = dc->is_signed ? a->s[i] : _mm256_madd_epi16(a->s[i], ones);
-    const __m256i e0 = _mm256_permute2x128_si256(s[0], s[1], 0x20), e1 = _mm256_permute2x128_si256(s[0], s[1], 0x31);
-    const __m256i e2 = _mm256_permute2x128_si256(s[2], s[3], 0x20), e3 = _mm256_permute2x128_si256(s[2], s[3], 0x31);
-    const int q8 = dc->type == TSL_NPU_TYPE_Q8_0;
-    r[0] = e0;
-    r[1] = q8 ? e1 : e2;
-    r[2] = q8 ? e2 : e1;
-    r[3] = e3;
-}
-
-/* A tile's row scales (and Q4_1's mins; else zeros) as floats, rows 8q..8q+7 in d[q], m[q]. */
-static inline void mm2_scales(uint32_t type, const uint8_t* tile, __m256 d[4], __m256 m[4]) {
-    if (type == TSL_NPU_TYPE_MXFP4) {
-        float df[32], mf[32];
-        tsl_npu_tile_scales(type, tile, df, mf);
-        for (int q = 0; q < 4; ++q) {
-            d[q] = _mm256_loadu_ps(df + 8 * q);
-            m[q] = _mm256_setzero_ps();
-        }
-        return;
-    }
-    const uint8_t* s = tile + (type == TSL_NPU_TYPE_Q8_0 ? 1024 : 512);
-    for (int q = 0; q < 4; ++q) {
-        d[q] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(const void*)(s + 16 * q)));
-        m[q] = type == TSL_NPU_TYPE_Q4_1 ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(const void*)(s + 64 + 16 * q)))
-                                         : _mm256_setzero_ps();
-    }
+/* A finished tile sum as s32 (the unsigned path widens its s16 pairs). */
+MM2_INLINE __m256i mm2_widen(const mm2_decoder* dc, __m256i sum) {
+    return dc->is_signed ? sum : _mm256_madd_epi16(sum, _mm256_set1_epi16(1));
 }
 
 /* acc + (d * (dx * (float)(s - off)) [+ m * msx]): tsl_vi32_scale_acc's operations, 8 rows. */
-static inline __m256 mm2_scale_acc(__m256 acc, __m256i s, int32_t off, float dx, __m256 d, __m256 m, int has_min,
-                                   float msx) {
+MM2_INLINE __m256 mm2_scale_acc(const mm2_decoder* dc, __m256 acc, __m256i s, int32_t off, float dx, __m256 d, __m256 m,
+                                float msx) {
     const __m256 dot = _mm256_mul_ps(_mm256_set1_ps(dx), _mm256_cvtepi32_ps(_mm256_sub_epi32(s, _mm256_set1_epi32(off))));
     __m256 term = _mm256_mul_ps(d, dot);
-    if (has_min) term = _mm256_add_ps(term, _mm256_mul_ps(m, _mm256_set1_ps(msx)));
+    if (dc->has_min) term = _mm256_add_ps(term, _mm256_mul_ps(m, _mm256_set1_ps(msx)));
     return _mm256_add_ps(acc, term);
 }
 
-static inline __m256i mm2_xgroup(const int8_t* xq) {
+/* A tile's row scales (and Q4_1's mins; else zeros) as floats, rows 8q..8q+7 at d + 8q, m + 8q. */
+MM2_INLINE void mm2_scales(uint32_t type, const mm2_decoder* dc, const uint8_t* tile, float* d, float* m) {
+    if (type == TSL_NPU_TYPE_MXFP4) {
+        tsl_npu_tile_scales(type, tile, d, m);
+        return;
+    }
+    const uint8_t* s = tile + (dc->q8 ? 1024 : 512);
+    for (int q = 0; q < 4; ++q) {
+        _mm256_storeu_ps(d + 8 * q, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(const void*)(s + 16 * q))));
+        _mm256_storeu_ps(m + 8 * q, dc->has_min ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(const void*)(s + 64 + 16 * q)))
+                                                : _mm256_setzero_ps());
+    }
+}
+
+MM2_INLINE __m256i mm2_xgroup(const int8_t* xq) {
     int32_t g;
     __builtin_memcpy(&g, xq, 4);
     return _mm256_set1_epi32(g);
@@ -154,73 +133,146 @@ static inline __m256i mm2_xgroup(const int8_t* xq) {
 
 /* The kernels stream their row tile: at K tile kt they ask for the lines of tile kt + 4 (as the
  * other builds do; the next item's first tiles are the DMA stand-in's part: ops_matmul.c). */
-static inline void mm2_prefetch_tile(const tsl_npu_mm_tile_args* a, int64_t kt) {
+MM2_INLINE void mm2_prefetch_tile(const tsl_npu_mm_tile_args* a, int64_t kt) {
     if (kt + 4 >= a->n_kt) return;
     const uint8_t* t = a->tiles + (uint64_t)(kt + 4) * a->tile_bytes;
     for (uint32_t b = 0; b < a->tile_bytes; b += 64) __builtin_prefetch(t + b, 0, 3);
 }
 
-/* One activation column: groups decoded into registers, the 32 accumulators in four registers. */
-static void mm2_gemv(const tsl_npu_mm_tile_args* a, const mm2_decoder* dc) {
-    const int has_min = a->type == TSL_NPU_TYPE_Q4_1;
+/* Scales the two s32 sums of dot-layout vectors 2h, 2h + 1 of one column into its accumulators:
+ * they hold (mm2_group's row orders) the 8-row groups 2h, 2h + 1 (Q8_0) or h, h + 2 (4-bit). */
+MM2_INLINE void mm2_scale_half(const mm2_decoder* dc, __m256i s0, __m256i s1, int h, const float* d, const float* m,
+                               int32_t off, float dx, float msx, float* acc) {
+    const int qa = dc->q8 ? 2 * h : h, qb = dc->q8 ? 2 * h + 1 : h + 2;
+    const __m256i ra = _mm256_permute2x128_si256(s0, s1, 0x20), rb = _mm256_permute2x128_si256(s0, s1, 0x31);
+    _mm256_storeu_ps(acc + 8 * qa, mm2_scale_acc(dc, _mm256_loadu_ps(acc + 8 * qa), ra, off, dx, _mm256_loadu_ps(d + 8 * qa),
+                                                 _mm256_loadu_ps(m + 8 * qa), msx));
+    _mm256_storeu_ps(acc + 8 * qb, mm2_scale_acc(dc, _mm256_loadu_ps(acc + 8 * qb), rb, off, dx, _mm256_loadu_ps(d + 8 * qb),
+                                                 _mm256_loadu_ps(m + 8 * qb), msx));
+}
+
+/* One activation column: each group decoded into registers and used at once, the 32 accumulators
+ * in a local buffer the compiler keeps in registers. */
+MM2_INLINE void mm2_gemv(const tsl_npu_mm_tile_args* a, const mm2_decoder* dc) {
     const uint8_t* row = a->act[0];
     const float* dxs = (const float*)(row + a->q_bytes);
     const int32_t* sxs = (const int32_t*)(row + a->q_bytes + a->s_bytes);
-    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    _Alignas(32) float acc[32] = {0}, d[32], m[32];
     for (int64_t kt = 0; kt < a->n_kt; ++kt) {
         const uint8_t* tile = a->tiles + (uint64_t)kt * a->tile_bytes;
         const int8_t* xq = (const int8_t*)row + kt * 32;
         mm2_prefetch_tile(a, kt);
-        mm2_sums s;
-        mm2_zero(&s);
+        __m256i s[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
+#pragma GCC unroll 8
         for (int j = 0; j < 8; ++j) {
             __m256i v[4];
             mm2_group(dc, tile, j, v);
-            mm2_dot(dc, &s, v, mm2_xgroup(xq + 4 * j));
+            const __m256i xb = mm2_xgroup(xq + 4 * j);
+            for (int i = 0; i < 4; ++i) s[i] = mm2_dot(dc, s[i], v[i], dc->is_signed ? _mm256_sign_epi8(v[i], v[i]) : v[i], xb);
         }
-        __m256i r[4];
-        __m256 d[4], m[4];
-        mm2_rows(dc, &s, r);
-        mm2_scales(a->type, tile, d, m);
+        mm2_scales(a->type, dc, tile, d, m);
         const float dx = dxs[kt];
         const int32_t sx = sxs[kt];
-        const float msx = dx * (float)sx;
-        for (int q = 0; q < 4; ++q) acc[q] = mm2_scale_acc(acc[q], r[q], dc->offset * sx, dx, d[q], m[q], has_min, msx);
+        for (int h = 0; h < 2; ++h)
+            mm2_scale_half(dc, mm2_widen(dc, s[2 * h]), mm2_widen(dc, s[2 * h + 1]), h, d, m, dc->offset * sx, dx,
+                           dx * (float)sx, acc);
     }
-    for (int q = 0; q < 4; ++q) _mm256_storeu_ps(a->acc + 8 * q, acc[q]);
+    __builtin_memcpy(a->acc, acc, sizeof acc);
 }
 
-void tsl_npu_mm_tile_cols_avx2(const tsl_npu_mm_tile_args* a) {
-    const mm2_decoder dc = mm2_decoder_of(a->type);
+/* Columns [c, c + 4) over half h of a decoded tile (dot-layout vectors 2h, 2h + 1 of every group):
+ * each code vector is loaded once for the four columns, the 8 sums stay in registers; then
+ * scaled into the columns' accumulators. */
+MM2_INLINE void mm2_cols4_half(const tsl_npu_mm_tile_args* a, const mm2_decoder* dc, const __m256i* codes,
+                               const __m256i* absc, uint32_t c, int64_t kt, int h, const float* d, const float* m) {
+    const int8_t* xq[4];
+    for (int i = 0; i < 4; ++i) xq[i] = (const int8_t*)a->act[c + i] + kt * 32;
+    __m256i acc[4][2];
+    for (int i = 0; i < 4; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) {
+        const __m256i w0 = codes[4 * j + 2 * h], w1 = codes[4 * j + 2 * h + 1];
+        const __m256i a0 = dc->is_signed ? absc[4 * j + 2 * h] : w0, a1 = dc->is_signed ? absc[4 * j + 2 * h + 1] : w1;
+        for (int i = 0; i < 4; ++i) {
+            const __m256i xb = mm2_xgroup(xq[i] + 4 * j);
+            acc[i][0] = mm2_dot(dc, acc[i][0], w0, a0, xb);
+            acc[i][1] = mm2_dot(dc, acc[i][1], w1, a1, xb);
+        }
+    }
+    for (int i = 0; i < 4; ++i) {
+        const uint8_t* row = a->act[c + i];
+        const float dx = ((const float*)(row + a->q_bytes))[kt];
+        const int32_t sx = ((const int32_t*)(row + a->q_bytes + a->s_bytes))[kt];
+        mm2_scale_half(dc, mm2_widen(dc, acc[i][0]), mm2_widen(dc, acc[i][1]), h, d, m, dc->offset * sx, dx, dx * (float)sx,
+                       a->acc + (c + i) * 32u);
+    }
+}
+
+/* Column c alone over a decoded tile (the last n_cols % 4 columns). */
+MM2_INLINE void mm2_col1(const tsl_npu_mm_tile_args* a, const mm2_decoder* dc, const __m256i* codes, const __m256i* absc,
+                         uint32_t c, int64_t kt, const float* d, const float* m) {
+    const uint8_t* row = a->act[c];
+    const int8_t* xq = (const int8_t*)row + kt * 32;
+    __m256i s[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
+    for (int j = 0; j < 8; ++j) {
+        const __m256i xb = mm2_xgroup(xq + 4 * j);
+        for (int i = 0; i < 4; ++i) s[i] = mm2_dot(dc, s[i], codes[4 * j + i], dc->is_signed ? absc[4 * j + i] : codes[4 * j + i], xb);
+    }
+    const float dx = ((const float*)(row + a->q_bytes))[kt];
+    const int32_t sx = ((const int32_t*)(row + a->q_bytes + a->s_bytes))[kt];
+    for (int h = 0; h < 2; ++h)
+        mm2_scale_half(dc, mm2_widen(dc, s[2 * h]), mm2_widen(dc, s[2 * h + 1]), h, d, m, dc->offset * sx, dx, dx * (float)sx,
+                       a->acc + c * 32u);
+}
+
+/* The kernel for one type class (the decoder's flags constants after inlining). */
+MM2_INLINE void mm2_body(const tsl_npu_mm_tile_args* a, const mm2_decoder* dc) {
     if (a->n_cols == 1) {
-        mm2_gemv(a, &dc);
+        mm2_gemv(a, dc);
         return;
     }
-    const int has_min = a->type == TSL_NPU_TYPE_Q4_1;
-    __m256i codes[8][4];
+    _Alignas(32) __m256i codes[32], absc[32];
+    _Alignas(32) float d[32], m[32];
     for (uint32_t i = 0; i < a->n_cols * 32u; ++i) a->acc[i] = 0.0f;
     for (int64_t kt = 0; kt < a->n_kt; ++kt) {
         const uint8_t* tile = a->tiles + (uint64_t)kt * a->tile_bytes;
         mm2_prefetch_tile(a, kt);
-        for (int j = 0; j < 8; ++j) mm2_group(&dc, tile, j, codes[j]);
-        __m256 d[4], m[4];
-        mm2_scales(a->type, tile, d, m);
-        for (uint32_t c = 0; c < a->n_cols; ++c) {
-            const uint8_t* row = a->act[c];
-            const int8_t* xq = (const int8_t*)row + kt * 32;
-            const float dx = ((const float*)(row + a->q_bytes))[kt];
-            const int32_t sx = ((const int32_t*)(row + a->q_bytes + a->s_bytes))[kt];
-            const float msx = dx * (float)sx;
-            mm2_sums s;
-            mm2_zero(&s);
-            for (int j = 0; j < 8; ++j) mm2_dot(&dc, &s, codes[j], mm2_xgroup(xq + 4 * j));
-            __m256i r[4];
-            mm2_rows(&dc, &s, r);
-            float* acc = a->acc + c * 32u;
-            for (int q = 0; q < 4; ++q)
-                _mm256_storeu_ps(acc + 8 * q, mm2_scale_acc(_mm256_loadu_ps(acc + 8 * q), r[q], dc.offset * sx, dx, d[q],
-                                                            m[q], has_min, msx));
+        for (int j = 0; j < 8; ++j) {
+            mm2_group(dc, tile, j, codes + 4 * j);
+            if (dc->is_signed)
+                for (int i = 0; i < 4; ++i) absc[4 * j + i] = _mm256_sign_epi8(codes[4 * j + i], codes[4 * j + i]);
         }
+        mm2_scales(a->type, dc, tile, d, m);
+        uint32_t c = 0;
+        for (; c + 4 <= a->n_cols; c += 4)
+            for (int h = 0; h < 2; ++h) mm2_cols4_half(a, dc, codes, absc, c, kt, h, d, m);
+        for (; c < a->n_cols; ++c) mm2_col1(a, dc, codes, absc, c, kt, d, m);
+    }
+}
+
+static void mm2_q4_0(const tsl_npu_mm_tile_args* a) {
+    const mm2_decoder dc = mm2_decoder_of(TSL_NPU_TYPE_Q4_0, 0, 0, 0, 0);
+    mm2_body(a, &dc);
+}
+static void mm2_q4_1(const tsl_npu_mm_tile_args* a) {
+    const mm2_decoder dc = mm2_decoder_of(TSL_NPU_TYPE_Q4_1, 0, 0, 0, 1);
+    mm2_body(a, &dc);
+}
+static void mm2_q8_0(const tsl_npu_mm_tile_args* a) {
+    const mm2_decoder dc = mm2_decoder_of(TSL_NPU_TYPE_Q8_0, 1, 1, 0, 0);
+    mm2_body(a, &dc);
+}
+static void mm2_lut4(const tsl_npu_mm_tile_args* a) { /* IQ4_NL, MXFP4 */
+    const mm2_decoder dc = mm2_decoder_of(a->type, 0, 1, 1, 0);
+    mm2_body(a, &dc);
+}
+
+void tsl_npu_mm_tile_cols_avx2(const tsl_npu_mm_tile_args* a) {
+    switch (a->type) {
+    case TSL_NPU_TYPE_Q4_0: mm2_q4_0(a); return;
+    case TSL_NPU_TYPE_Q4_1: mm2_q4_1(a); return;
+    case TSL_NPU_TYPE_Q8_0: mm2_q8_0(a); return;
+    default: mm2_lut4(a); return;
     }
 }
 
