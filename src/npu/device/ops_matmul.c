@@ -11,8 +11,8 @@
  * The host picks the kernel (tsl_npu_matmul_kparams.kernel) and the check holds it to the weight:
  *  - TILED: the weight is REPACKED (32x32 tiles of Q4_0, Q4_1, Q8_0, IQ4_NL or MXFP4). Every
  *    activation row is first quantized to Q8 per 32-block into VTCM (workers split the rows), then
- *    the workers split the items (a 32-row row tile of one weight matrix, with the activation
- *    columns it serves) and run the tile micro-kernel (ops_matmul.h) over up to TSL_NPU_MM_COLS
+ *    the workers claim the items (a 32-row row tile of one weight matrix, with the activation
+ *    columns it serves) in chunks from a shared atomic cursor and run the tile micro-kernel (ops_matmul.h) over up to TSL_NPU_MM_COLS
  *    columns per pass. With kparams.dma, each worker starts the transfer of the next item's row
  *    tile (its K tiles) into one of its two VTCM buffers through the platform's DMA stand-in while
  *    computing the current one from the other (dma 2: as copies even where the platform would
@@ -43,6 +43,8 @@ typedef struct mm_job {
     uint64_t worker_bytes;
     uint64_t panel_offset; /* MATRIX: the reshaped panel in a worker's area, then its 64-byte counters */
     const int32_t* expert_count; /* MUL_MAT_ID: columns routed to each expert */
+    int64_t* cursor;             /* the next unclaimed item (workers claim chunks of `chunk` items) */
+    int64_t chunk;
     void (*tile_fn)(const tsl_npu_mm_tile_args*);
     tsl_npu_mm_widen_fn widen_fn;
     tsl_npu_mm_dot_fn dot_fn;
@@ -109,6 +111,23 @@ static void item_coords(const mm_job* j, int64_t item, int64_t* rt, int64_t* mat
 
 static int item_has_work(const mm_job* j, int64_t item) {
     return !j->is_id || j->expert_count[item / j->n_rt] > 0;
+}
+
+/* Items are handed out dynamically: a worker claims `chunk` consecutive items at a time from the
+ * shared cursor (an atomic add), so a worker that runs slower (a busy or descheduled core) takes
+ * fewer of them instead of holding the op up. Which worker computes an item does not change its
+ * result. *cur, *end: the worker's current chunk. Returns the next item with work, or -1. */
+static int64_t claim_item(const mm_job* j, int64_t* cur, int64_t* end) {
+    for (;;) {
+        if (*cur >= *end) {
+            const int64_t b = __atomic_fetch_add(j->cursor, j->chunk, __ATOMIC_RELAXED);
+            if (b >= j->n_items) return -1;
+            *cur = b;
+            *end = b + j->chunk < j->n_items ? b + j->chunk : j->n_items;
+        }
+        const int64_t item = (*cur)++;
+        if (item_has_work(j, item)) return item;
+    }
 }
 
 static int32_t id_at(const tsl_npu_view* ids, int64_t e, int64_t t) {
@@ -190,34 +209,32 @@ static void tiled_work(void* arg, uint32_t worker, uint32_t n_workers) {
 #if defined(__x86_64__) || defined(__i386__)
     if (amx) tsl_npu_mm_amx_begin();
 #endif
-    int64_t begin, end;
-    tsl_npu_split(j->n_items, worker, n_workers, &begin, &end);
-    int64_t item = begin;
-    while (item < end && !item_has_work(j, item)) ++item;
+    (void)n_workers;
+    int64_t cur = 0, end = 0;
+    int64_t item = claim_item(j, &cur, &end);
     int64_t rt, matrix, i2, i3;
-    if (dma && item < end) {
+    if (dma && item >= 0) {
         item_coords(j, item, &rt, &matrix, &i2, &i3);
         staged[0] = (const uint8_t*)p->dma_start(p->ctx, bufs[0], item_tiles(j, rt, matrix), (uint64_t)j->n_kt * j->tile_bytes, dma_flags);
     }
-    int cur = 0;
+    int cur_buf = 0;
     int64_t rows[TSL_NPU_MM_COLS];
     uint8_t* outs[TSL_NPU_MM_COLS];
     const uint8_t* act[TSL_NPU_MM_COLS];
-    while (item < end) {
-        int64_t next = item + 1;
-        while (next < end && !item_has_work(j, next)) ++next;
+    while (item >= 0) {
+        const int64_t next = claim_item(j, &cur, &end); /* claimed ahead: its transfer overlaps this item */
         item_coords(j, item, &rt, &matrix, &i2, &i3);
         const uint8_t* tiles = item_tiles(j, rt, matrix);
         if (dma) {
-            p->dma_wait(p->ctx); /* this item's tiles have landed where staged[cur] points */
-            if (next < end) {
+            p->dma_wait(p->ctx); /* this item's tiles have landed where staged[cur_buf] points */
+            if (next >= 0) {
                 int64_t nrt, nmatrix, n2, n3;
                 item_coords(j, next, &nrt, &nmatrix, &n2, &n3);
-                staged[cur ^ 1] = (const uint8_t*)p->dma_start(p->ctx, bufs[cur ^ 1], item_tiles(j, nrt, nmatrix),
-                                                               (uint64_t)j->n_kt * j->tile_bytes, dma_flags);
+                staged[cur_buf ^ 1] = (const uint8_t*)p->dma_start(p->ctx, bufs[cur_buf ^ 1], item_tiles(j, nrt, nmatrix),
+                                                                   (uint64_t)j->n_kt * j->tile_bytes, dma_flags);
             }
-            tiles = staged[cur];
-            cur ^= 1;
+            tiles = staged[cur_buf];
+            cur_buf ^= 1;
         }
 #if defined(__x86_64__) || defined(__i386__)
         if (amx) {
@@ -267,12 +284,11 @@ static const float* x_row(const mm_job* j, int64_t row) {
 static void flat_work(void* arg, uint32_t worker, uint32_t n_workers) {
     const mm_job* j = (const mm_job*)arg;
     float* wrow = (float*)(j->worker_base + (uint64_t)worker * j->worker_bytes);
-    int64_t begin, end;
-    tsl_npu_split(j->n_items, worker, n_workers, &begin, &end);
+    (void)n_workers;
     int64_t rows[TSL_NPU_MM_COLS];
     uint8_t* outs[TSL_NPU_MM_COLS];
-    for (int64_t item = begin; item < end; ++item) {
-        if (!item_has_work(j, item)) continue;
+    int64_t cur = 0, end = 0;
+    for (int64_t item; (item = claim_item(j, &cur, &end)) >= 0;) {
         int64_t rt, matrix, i2, i3;
         item_coords(j, item, &rt, &matrix, &i2, &i3);
         const int64_t n_rows = j->n - rt * 32 < 32 ? j->n - rt * 32 : 32;
@@ -368,10 +384,13 @@ static int32_t mm_run(tsl_npu_op_ctx* c, int is_id) {
         j.expert_count = counts;
     }
     const int64_t work = j.n * tsl_npu_n_rows(j.d) * j.k; /* multiply-adds */
+    int64_t cursor = 0;
+    j.cursor = &cursor;
+    j.chunk = j.n_items / (4 * (int64_t)workers) > 1 ? j.n_items / (4 * (int64_t)workers) : 1; /* ~4 chunks a worker */
     if (j.kp.kernel == TSL_NPU_MM_MATRIX) /* a small op runs on worker 0 alone */
         for (uint32_t w = 0; w < workers; ++w) *reshape_slot(&j, w) = 0;
     if (tiled) tsl_npu_ops_parallel(c, tsl_npu_n_elements(j.x), quantize_work, &j);
-    tsl_npu_ops_parallel(c, work, tiled ? tiled_work : flat_work, &j);
+    tsl_npu_ops_parallel(c, work, tiled ? tiled_work : flat_work, &j); /* claims from cursor 0 */
     if (j.kp.kernel == TSL_NPU_MM_MATRIX)
         for (uint32_t w = 0; w < workers; ++w) c->reshape_ns += *reshape_slot(&j, w);
     c->bytes = j.w->size + (uint64_t)tsl_npu_n_elements(j.x) * 4u + (uint64_t)tsl_npu_n_elements(j.d) * 4u;
