@@ -221,9 +221,9 @@ static inline int32_t tsl_npu_q8_quants_avx2(const float* x, float id, int8_t* q
     return _mm_cvtsi128_si32(s4);
 }
 
-/* One block as tsl_npu_quantize_q8_block, bit-exact with it (d and 1 / d the same scalar float
- * operations; a block holding a NaN takes the scalar form). */
-static inline uint16_t tsl_npu_quantize_q8_block_avx2(const float* x, int8_t* q, int32_t* qsum) {
+/* The largest |x| of block x (32 floats; exact in any order when no lane is NaN); *has_nan: whether
+ * one is. */
+static inline float tsl_npu_q8_amax_avx2(const float* x, int* has_nan) {
     const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     __m256 m = _mm256_setzero_ps(), un = _mm256_setzero_ps();
     for (int h = 0; h < 4; ++h) {
@@ -231,11 +231,20 @@ static inline uint16_t tsl_npu_quantize_q8_block_avx2(const float* x, int8_t* q,
         un = _mm256_or_ps(un, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
         m = _mm256_max_ps(m, _mm256_and_ps(v, abs_mask));
     }
-    if (_mm256_movemask_ps(un)) return tsl_npu_quantize_q8_block(x, q, qsum);
+    *has_nan = _mm256_movemask_ps(un) != 0;
     __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
     m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
     m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
-    const float d = _mm_cvtss_f32(m4) / 127.0f;
+    return _mm_cvtss_f32(m4);
+}
+
+/* One block as tsl_npu_quantize_q8_block, bit-exact with it (d and 1 / d the same scalar float
+ * operations; a block holding a NaN takes the scalar form). */
+static inline uint16_t tsl_npu_quantize_q8_block_avx2(const float* x, int8_t* q, int32_t* qsum) {
+    int has_nan;
+    const float amax = tsl_npu_q8_amax_avx2(x, &has_nan);
+    if (has_nan) return tsl_npu_quantize_q8_block(x, q, qsum);
+    const float d = amax / 127.0f;
     *qsum = tsl_npu_q8_quants_avx2(x, d != 0.0f ? 1.0f / d : 0.0f, q);
     return tsl_npu_float_to_half(d);
 }
@@ -245,21 +254,12 @@ static inline uint16_t tsl_npu_quantize_q8_block_avx2(const float* x, int8_t* q,
  * d = amax / 127, 1 / d and d's fp16 rounding (F16C, round to nearest even) for the 8 blocks at
  * once. A block holding a NaN is redone by the scalar form (its amax depends on the order). */
 static inline void tsl_npu_quantize_q8_8_avx2(const float* x, int8_t* q, float* d, int32_t* sums) {
-    const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     _Alignas(32) float amax[8], id[8];
     uint32_t nan = 0;
     for (int b = 0; b < 8; ++b) {
-        __m256 m = _mm256_setzero_ps(), un = _mm256_setzero_ps();
-        for (int h = 0; h < 4; ++h) {
-            const __m256 v = _mm256_loadu_ps(x + 32 * b + 8 * h);
-            un = _mm256_or_ps(un, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-            m = _mm256_max_ps(m, _mm256_and_ps(v, abs_mask));
-        }
-        if (_mm256_movemask_ps(un)) nan |= 1u << b;
-        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-        m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
-        amax[b] = _mm_cvtss_f32(m4);
+        int has_nan;
+        amax[b] = tsl_npu_q8_amax_avx2(x + 32 * b, &has_nan);
+        if (has_nan) nan |= 1u << b;
     }
     const __m256 dv = _mm256_div_ps(_mm256_load_ps(amax), _mm256_set1_ps(127.0f));
     const __m256 nz = _mm256_cmp_ps(dv, _mm256_setzero_ps(), _CMP_NEQ_UQ);
