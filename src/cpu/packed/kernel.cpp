@@ -1,6 +1,7 @@
 #include "cpu/packed/kernel.hpp"
 
 #include <cstdlib>
+#include <new>
 #include <string>
 
 #include "tessel/errors.hpp"
@@ -12,6 +13,11 @@ size_t lhs_packed_bytes(const Kernel& kern, int64_t m, int64_t k) { return stati
 size_t lhs_offset(const Kernel& kern, int64_t m_idx, int64_t k) { return static_cast<size_t>(m_idx) * lhs_row_bytes(kern, k); }
 size_t rhs_packed_bytes(const Kernel& kern, int64_t n, int64_t k) { return packed_bytes(*kern.format, n, k); }
 size_t rhs_offset(const Kernel& kern, int64_t n_idx, int64_t k) { return group_offset(*kern.format, n_idx, k); }
+
+void throw_scratch_alloc(size_t bytes) {
+    (void)bytes;
+    throw std::bad_alloc();
+}
 
 const std::vector<const Kernel*>& all_kernels() {
     static const std::vector<const Kernel*> table = [] {

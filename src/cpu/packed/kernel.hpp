@@ -70,6 +70,10 @@ size_t rhs_packed_bytes(const Kernel& kern, int64_t n, int64_t k);
 /// Offset of the group holding weight row n_idx (a multiple of n_step).
 size_t rhs_offset(const Kernel& kern, int64_t n_idx, int64_t k);
 
+/// Throws std::bad_alloc for a kernel unit's scratch of `bytes` that could not be allocated
+/// (defined outside the per-ISA units: quant_traits.hpp's UnitBuffer).
+[[noreturn]] void throw_scratch_alloc(size_t bytes);
+
 /// Every compiled packed kernel, highest tier first (x86: amx, avx512vnni, avx512, avx2 tables).
 const std::vector<const Kernel*>& all_kernels();
 

@@ -19,7 +19,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
 #include "cpu/packed/kernel.hpp"
 #include "cpu/packed/quant_traits.hpp"
@@ -57,9 +56,9 @@ void configure_tiles() {
 
 /// Per-call scratch of a thread: activation scales, the unpacked Q4 B tiles and the M tail.
 struct Scratch {
-    std::vector<float> d, s;    ///< d_x, s_x (Q8_1) per [16-row tile][block][row], padded rows 0
-    std::vector<uint8_t> b;     ///< B tiles of a batch of groups, kBTileBytes per block (Q4 only)
-    std::vector<uint8_t> tail;  ///< the last m % 16 LHS rows, padded with zero rows
+    UnitBuffer<float> d, s;    ///< d_x, s_x (Q8_1) per [16-row tile][block][row], padded rows 0
+    UnitBuffer<uint8_t> b;     ///< B tiles of a batch of groups, kBTileBytes per block (Q4 only)
+    UnitBuffer<uint8_t> tail;  ///< the last m % 16 LHS rows, padded with zero rows
 };
 
 template <class W>

@@ -23,7 +23,6 @@
 // column range).
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
 #include "cpu/packed/kernel.hpp"
 #include "cpu/packed/quant_traits.hpp"

@@ -16,7 +16,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
 #include "cpu/packed/kernel.hpp"
 #include "cpu/packed/quant_traits.hpp"

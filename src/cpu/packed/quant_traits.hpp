@@ -6,9 +6,10 @@
 
 #include <immintrin.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
-#include <vector>
 
 #include "core/dtype.hpp"
 #include "cpu/packed/format.hpp"
@@ -16,6 +17,42 @@
 
 namespace tessel::cpu::packed {
 namespace {
+
+/// A grow-only scratch array for the per-ISA kernel units, in place of std::vector: its code has
+/// internal linkage, so each unit's copy (built with that unit's ISA flags) serves that unit only.
+/// A std::vector member the compiler did not inline became a weak symbol the linker could pick for
+/// every unit of the program (seen in the sanitizer build: std::vector<float>::_M_default_append
+/// from the AVX-512 unit), code a CPU without the ISA could then run.
+template <class T>
+class UnitBuffer {
+public:
+    UnitBuffer() = default;
+    UnitBuffer(const UnitBuffer&) = delete;
+    UnitBuffer& operator=(const UnitBuffer&) = delete;
+    ~UnitBuffer() { std::free(p_); }
+    /// Room for n elements; elements past the previous size are unspecified. Throws
+    /// std::bad_alloc (from kernel.cpp) when the memory cannot be had.
+    void resize(size_t n) {
+        if (n <= cap_) return;
+        void* q = std::realloc(p_, n * sizeof(T));
+        if (!q) throw_scratch_alloc(n * sizeof(T));
+        p_ = static_cast<T*>(q);
+        cap_ = n;
+    }
+    /// n elements, each v.
+    void assign(size_t n, T v) {
+        resize(n);
+        for (size_t i = 0; i < n; ++i) p_[i] = v;
+    }
+    T* data() { return p_; }
+    const T* data() const { return p_; }
+    T& operator[](size_t i) { return p_[i]; }
+    const T& operator[](size_t i) const { return p_[i]; }
+
+private:
+    T* p_ = nullptr;
+    size_t cap_ = 0;
+};
 
 /// A weight format: kScales fp16 values (d, then m) and kQs quant bytes per row and 32-element
 /// block, with activations packed as kLhs blocks (Q8_0: fp16 d + 32 quants; Q8_1: d, s + 32).
@@ -48,8 +85,8 @@ inline int32_t i32_at(const uint8_t* p) {
 /// Per-call activation data of a GEMM call: for each row and block, d_x and (Q4_0) the integer
 /// correction -8 * sum q_x. AVX2 code: the includers are compiled with AVX2 at least.
 struct RowPrep {
-    std::vector<float> d;
-    std::vector<int32_t> corr;
+    UnitBuffer<float> d;
+    UnitBuffer<int32_t> corr;
 };
 
 template <class W>
