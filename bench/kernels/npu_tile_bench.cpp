@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "benchmarks.hpp"
+#include "core/cpu_features.hpp"
 #include "npu/host/tiled.hpp"
 #include "quant/quant.hpp"
 
@@ -137,7 +138,8 @@ void register_npu_tile_benchmarks() {
     __builtin_cpu_init();
     const bool vnni = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni");
     const bool vbmi = vnni && __builtin_cpu_supports("avx512vbmi");
-    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    const CpuFeatures& f = cpu_features();
+    const bool avx2 = f.avx2 && f.fma && f.f16c;
     const std::pair<const char*, TileFn> builds[] = {
         {"avx2", avx2 ? TileBuild{tsl_npu_mm_tile_cols_avx2, tsl_npu_mm_quantize_avx2} : TileBuild{}},
         {"avx512vnni", vnni ? TileBuild{tsl_npu_mm_tile_cols_avx512vnni, tsl_npu_mm_quantize_avx512vnni} : TileBuild{}},

@@ -167,12 +167,8 @@ bool has_avx512vnni() {
 }
 
 bool has_avx2() {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-#else
-    return false;
-#endif
+    const CpuFeatures& f = cpu_features();  // as detected (TESSEL_CPU_ISA does not cap the NPU)
+    return f.avx2 && f.fma && f.f16c;
 }
 
 bool has_avx512vbmi() {

@@ -14,6 +14,7 @@
 #include <random>
 #include <vector>
 
+#include "core/cpu_features.hpp"
 #include "core/fp16.hpp"
 
 extern "C" {
@@ -45,7 +46,8 @@ struct IsaBuild {
 std::vector<IsaBuild> isa_builds() {
     std::vector<IsaBuild> out;
 #if defined(__x86_64__)
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+    const CpuFeatures& f = cpu_features();  // as detected
+    if (f.avx2 && f.fma && f.f16c)
         out.push_back({"avx2", tsl_test_vec_lanes_avx2, tsl_test_transpose_avx2, tsl_test_half_row_avx2});
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
         __builtin_cpu_supports("avx512dq"))

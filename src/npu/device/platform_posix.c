@@ -152,7 +152,11 @@ static uint32_t posix_isa(void) {
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
         isa |= TSL_NPU_ISA_AVX512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+    /* F16C from CPUID.1:ECX bit 29 (clang 14's __builtin_cpu_supports has no "f16c"); AVX2 implies
+     * the OS saves the ymm state (libgcc / compiler-rt check XCR0 for it) */
+    unsigned a1, b1, c1, d1;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __get_cpuid(1, &a1, &b1, &c1, &d1) &&
+        ((c1 >> 29) & 1u))
         isa |= TSL_NPU_ISA_AVX2;
 #endif
     return isa;
