@@ -152,7 +152,7 @@ MM2_INLINE void mm2_scale_half(const mm2_decoder* dc, __m256i s0, __m256i s1, in
 }
 
 /* One activation column: each group decoded into registers and used at once, the 32 accumulators
- * in a local buffer the compiler keeps in registers. */
+ * in a local 32-float buffer (scaled per half tile, as the column passes do). */
 MM2_INLINE void mm2_gemv(const tsl_npu_mm_tile_args* a, const mm2_decoder* dc) {
     const uint8_t* row = a->act[0];
     const float* dxs = (const float*)(row + a->q_bytes);
