@@ -92,9 +92,14 @@ MM2_INLINE void mm2_group(const mm2_decoder* dc, const uint8_t* t, int j, __m256
 /* sum += the dot of the code vector w (|w| in aw on the signed path) with the activation group
  * xb (its 4 quants in every 32-bit lane): s16 lanes on the unsigned path, s32 on the signed one. */
 MM2_INLINE __m256i mm2_dot(const mm2_decoder* dc, __m256i sum, __m256i w, __m256i aw, __m256i xb) {
-    if (!dc->is_signed) return _mm256_add_epi16(sum, _mm256_maddubs_epi16(w, xb));
-    const __m256i p = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(xb, w));
-    return _mm256_add_epi32(sum, _mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+    if (!dc->is_signed)
+        sum = _mm256_add_epi16(sum, _mm256_maddubs_epi16(w, xb));
+    else
+        sum = _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(xb, w)), _mm256_set1_epi16(1)));
+    /* the sum is taken in its register here: GCC 12 otherwise reorders the unrolled chains into
+     * all products first (spilled to the stack), then add trees */
+    __asm__("" : "+x"(sum));
+    return sum;
 }
 
 /* A finished tile sum as s32 (the unsigned path widens its s16 pairs). */
@@ -102,13 +107,12 @@ MM2_INLINE __m256i mm2_widen(const mm2_decoder* dc, __m256i sum) {
     return dc->is_signed ? sum : _mm256_madd_epi16(sum, _mm256_set1_epi16(1));
 }
 
-/* acc + (d * (dx * (float)(s - off)) [+ m * msx]): tsl_vi32_scale_acc's operations, 8 rows. */
+/* fma((float)(s - off), d * dx, acc) [then fma(m, msx, .)]: tsl_vi32_scale_acc's operations, 8 rows. */
 MM2_INLINE __m256 mm2_scale_acc(const mm2_decoder* dc, __m256 acc, __m256i s, int32_t off, float dx, __m256 d, __m256 m,
                                 float msx) {
-    const __m256 dot = _mm256_mul_ps(_mm256_set1_ps(dx), _mm256_cvtepi32_ps(_mm256_sub_epi32(s, _mm256_set1_epi32(off))));
-    __m256 term = _mm256_mul_ps(d, dot);
-    if (dc->has_min) term = _mm256_add_ps(term, _mm256_mul_ps(m, _mm256_set1_ps(msx)));
-    return _mm256_add_ps(acc, term);
+    const __m256 dot = _mm256_cvtepi32_ps(dc->offset ? _mm256_sub_epi32(s, _mm256_set1_epi32(off)) : s);
+    acc = _mm256_fmadd_ps(dot, _mm256_mul_ps(d, _mm256_set1_ps(dx)), acc);
+    return dc->has_min ? _mm256_fmadd_ps(m, _mm256_set1_ps(msx), acc) : acc;
 }
 
 /* A tile's row scales (and Q4_1's mins; else zeros) as floats, rows 8q..8q+7 at d + 8q, m + 8q. */

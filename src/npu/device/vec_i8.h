@@ -292,20 +292,20 @@ static inline void tsl_npu_quantize_q8_row(const float* x, int64_t k, int8_t* q,
 }
 
 #ifdef TSL_VI8_AVX512
-/* tsl_vi32_scale_acc below on registers: returns acc + (d * (dx * (float)(s - off)) [+ *m * msx])
- * (m NULL: no min term), the same operations in the same order. */
+/* tsl_vi32_scale_acc below on registers: returns fma((float)(s - off), d * dx, acc), then
+ * fma(*m, msx, that) (m NULL: no min term), the same operations in the same order. */
 static inline __m512 tsl_vi32_scale_acc_v(__m512 acc, __m512i s, int32_t off, float dx, __m512 d, const __m512* m,
                                           float msx) {
-    const __m512 dot = _mm512_mul_ps(_mm512_set1_ps(dx), _mm512_cvtepi32_ps(_mm512_sub_epi32(s, _mm512_set1_epi32(off))));
-    __m512 term = _mm512_mul_ps(d, dot);
-    if (m) term = _mm512_add_ps(term, _mm512_mul_ps(*m, _mm512_set1_ps(msx)));
-    return _mm512_add_ps(acc, term);
+    const __m512 dot = _mm512_cvtepi32_ps(_mm512_sub_epi32(s, _mm512_set1_epi32(off)));
+    acc = _mm512_fmadd_ps(dot, _mm512_mul_ps(d, _mm512_set1_ps(dx)), acc);
+    return m ? _mm512_fmadd_ps(*m, _mm512_set1_ps(msx), acc) : acc;
 }
 #endif
 
 /* The float side of a quantized block product, 16 rows at once: for i < 16,
- *   term = d[i] * (dx * (float)(s[i] - off)); acc[i] += m ? term + m[i] * msx : term
- * (each operation rounded once, in this order, in both implementations). */
+ *   acc[i] = fma((float)(s[i] - off), d[i] * dx, acc[i]); with m: acc[i] = fma(m[i], msx, acc[i])
+ * (each product and fused step rounded once, in this order, in every implementation: the fused
+ * form is what the vector units do in one instruction, and C's fmaf is its exact definition). */
 static inline void tsl_vi32_scale_acc(float* acc, tsl_vi32 s, int32_t off, float dx, const float* d, const float* m,
                                       float msx) {
 #ifdef TSL_VI8_AVX512
@@ -313,8 +313,8 @@ static inline void tsl_vi32_scale_acc(float* acc, tsl_vi32 s, int32_t off, float
     _mm512_storeu_ps(acc, tsl_vi32_scale_acc_v(_mm512_loadu_ps(acc), s, off, dx, _mm512_loadu_ps(d), m ? &mv : 0, msx));
 #else
     for (int i = 0; i < TSL_VI32_LANES; ++i) {
-        const float term = d[i] * (dx * (float)(s.v[i] - off));
-        acc[i] += m ? term + m[i] * msx : term;
+        const float a = __builtin_fmaf((float)(s.v[i] - off), d[i] * dx, acc[i]);
+        acc[i] = m ? __builtin_fmaf(m[i], msx, a) : a;
     }
 #endif
 }
