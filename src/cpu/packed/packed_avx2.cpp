@@ -56,6 +56,10 @@ void store16(float* out, const __m256 (&acc)[2], int n_cols) {
     _mm256_maskstore_ps(out + 8, _mm256_cmpgt_epi32(_mm256_set1_epi32(n_cols - 8), lane), acc[1]);
 }
 
+/// Pins an integer sum in its register at this point of its chain: without it GCC 12 reorders the
+/// unrolled chains into all products first (spilled to the stack), then add trees.
+inline void in_register(__m256i& v) { asm("" : "+x"(v)); }
+
 /// The s32 dots of one block for MR activation rows (x[i] = row i's quants of this block) against
 /// the 16 weight rows of block `qs`: dot[i][h] holds rows 8h .. 8h+7.
 template <class W, int MR>
@@ -74,8 +78,10 @@ void block_dots(const uint8_t* qs, const uint8_t* const (&x)[MR], __m256i (&dot)
             }
             for (int i = 0; i < MR; ++i) {
                 const __m256i xl = bcast_i32(x[i] + 4 * r), xh = bcast_i32(x[i] + 16 + 4 * r);
-                for (int h = 0; h < 2; ++h)
+                for (int h = 0; h < 2; ++h) {
                     d16[i][h] = _mm256_add_epi16(d16[i][h], _mm256_add_epi16(_mm256_maddubs_epi16(lo[h], xl), _mm256_maddubs_epi16(hi[h], xh)));
+                    in_register(d16[i][h]);
+                }
             }
         }
         for (int i = 0; i < MR; ++i)
@@ -90,8 +96,10 @@ void block_dots(const uint8_t* qs, const uint8_t* const (&x)[MR], __m256i (&dot)
             }
             for (int i = 0; i < MR; ++i) {
                 const __m256i xv = bcast_i32(x[i] + 4 * r);
-                for (int h = 0; h < 2; ++h)
+                for (int h = 0; h < 2; ++h) {
                     dot[i][h] = _mm256_add_epi32(dot[i][h], _mm256_madd_epi16(_mm256_maddubs_epi16(aw[h], _mm256_sign_epi8(xv, w[h])), ones));
+                    in_register(dot[i][h]);
+                }
             }
         }
     }
