@@ -34,7 +34,7 @@ void tsl_test_half_row_avx2(const uint16_t* src, float* dst, int64_t n);
 namespace tessel::test {
 namespace {
 
-constexpr int kResults = 272;  // floats written by tsl_test_vec_lanes_*
+constexpr int kResults = 256;  // floats written by tsl_test_vec_lanes_*
 
 /// vec.h's ISA builds this CPU runs (x86: AVX2, AVX-512), as the functions of each.
 struct IsaBuild {
@@ -97,7 +97,6 @@ TEST(NpuDeviceVecIsa, IsaBuildLanesEqualThePlainCLanes) {
             ASSERT_TRUE(same(c_out[96 + i], a[i] * b[i] + a[i])) << iter;
             ASSERT_TRUE(same(c_out[128 + i], i < n ? a[i] : b[0])) << iter;
             ASSERT_TRUE(same(c_out[160 + i], i < n ? a[i] : b[i])) << iter;
-            ASSERT_TRUE(same(c_out[256 + i], std::fma(a[i], b[i], b[i]))) << iter;  // one rounding
         }
         float m = a[0];
         for (int i = 1; i < 16; ++i) m = a[i] > m ? a[i] : m;

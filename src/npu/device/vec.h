@@ -20,7 +20,7 @@
  *
  * Arithmetic is IEEE single precision lane by lane, each operation rounded once (tsl_vf_madd is a
  * multiply then an add, not fused, so results equal the scalar C expression a * b + c compiled
- * with -ffp-contract=off, tessel's setting; tsl_vf_fma is the fused form, C's fmaf).
+ * with -ffp-contract=off, tessel's setting).
  *
  * exp and tanh are written here (no libm on the device):
  *   tsl_npu_expf(x): e^x from x = k ln2 + r, |r| <= ln2 / 2 (ln2 split in two parts so k ln2 is
@@ -205,21 +205,6 @@ static inline tsl_vf tsl_vf_madd(tsl_vf a, tsl_vf b, tsl_vf c) {
 #else
     tsl_vf r;
     for (int i = 0; i < TSL_VF_LANES; ++i) r.v[i] = a.v[i] * b.v[i] + c.v[i];
-    return r;
-#endif
-}
-
-/* fma(a, b, c): a * b + c rounded once. The vector units do it in one instruction; the plain C
- * form is C's fmaf, an instruction on Hexagon and Arm but a libm call on x86 without FMA, so it is
- * for kernels that have ISA builds there (FLASH_ATTN_EXT). */
-static inline tsl_vf tsl_vf_fma(tsl_vf a, tsl_vf b, tsl_vf c) {
-#ifdef TSL_VF_AVX512
-    return tsl_vf_of(_mm512_fmadd_ps(a.m, b.m, c.m));
-#elif defined(TSL_VF_AVX2)
-    return tsl_vf_of2(_mm256_fmadd_ps(a.h[0], b.h[0], c.h[0]), _mm256_fmadd_ps(a.h[1], b.h[1], c.h[1]));
-#else
-    tsl_vf r;
-    for (int i = 0; i < TSL_VF_LANES; ++i) r.v[i] = __builtin_fmaf(a.v[i], b.v[i], c.v[i]);
     return r;
 #endif
 }
