@@ -18,6 +18,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "tessel/errors.hpp"
@@ -123,6 +124,9 @@ public:
     /// Empties the cache.
     void clear();
     bool flash_attn() const;
+    /// Compute nodes (views excluded) of the last decoded graph per device name, in the order the
+    /// devices run their first split, e.g. {{"NPU0", 575}}; empty before the first decode.
+    std::vector<std::pair<std::string, int64_t>> graph_nodes_per_device() const;
 
     runtime::Context& impl() { return *impl_; }
 

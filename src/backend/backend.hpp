@@ -19,6 +19,10 @@ class Backend;
 
 enum class DeviceKind { Cpu, Accel };
 
+/// How a device runs a node: not at all, with its reference kernel, or with a fast kernel of its
+/// kernel tables (test-ops counts each, docs/test-ops.md).
+enum class KernelKind { None, Reference, Fast };
+
 /// A point in a backend's stream. Devices subclass it; the CPU's is signalled when recorded.
 class Event {
 public:
@@ -48,6 +52,11 @@ public:
     virtual std::vector<BufferType*> extra_weight_buffer_types() { return {}; }
     /// True when this device can compute node t (types, shapes, params of t and its sources).
     virtual bool supports_op(const Tensor& t) const = 0;
+    /// What this device's kernel tables commit it to for node t (its sources placed, so a weight's
+    /// buffer type counts) under the usable CPU features: test-ops fails a run in which the device
+    /// claims less (supports_op false, or the reference kernel run where Fast is declared).
+    /// Default, for a device without kernel tables: Fast where supports_op says so.
+    virtual KernelKind declared_kernel(const Tensor& t) const { return supports_op(t) ? KernelKind::Fast : KernelKind::None; }
     /// True when this device's kernels can read tensors stored in buffers of type bt.
     virtual bool supports_buft(const BufferType& bt) const = 0;
     /// Optional entry points by name (e.g. "host_buffer_type", "cpu_compute_buffer_type" (see
@@ -86,8 +95,8 @@ public:
     }
     /// Reorders `nodes` for speed without changing any result (default: keeps the order).
     virtual void graph_optimize(std::vector<Tensor*>& nodes) { (void)nodes; }
-    /// Name of the kernel this backend runs (or last ran) for node t, e.g. "ref" or
-    /// "q4_0_q8_0_gemv_1x8_avx2"; shown by test-ops for every case.
+    /// Name of the kernel that ran node t in this stream's last graph_compute, e.g. "ref" (the
+    /// reference kernel) or "q4_0_q8_0_gemv_1x8_avx2"; "" when t did not run in it. Shown by test-ops.
     virtual std::string kernel_name(const Tensor& t) const { (void)t; return "?"; }
     /// Marks the current point of this stream in `e`.
     virtual void event_record(Event& e) = 0;

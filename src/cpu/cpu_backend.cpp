@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "core/cpu_features.hpp"
 #include "cpu/kernels/kernel.hpp"
@@ -56,6 +57,7 @@ public:
     Device& device() override { return dev_; }
     void graph_compute(const std::vector<Tensor*>& nodes, uint64_t /*graph_uid: nothing cached*/ = 0) override {
         const CpuFeatures& features = usable_cpu_features();
+        ran_.clear();
         for (Tensor* node : nodes) {
             if (op_is_view(node->op)) continue;
             const bool solo = node_bytes(*node) < kSoloBytes;
@@ -64,20 +66,26 @@ public:
                     throw Error(ErrorCode::Unsupported, std::string(op_name(node->op)) + " " + describe(*node) +
                                                             " reads a CPU_PACKED weight in a form the packed path does not serve");
                 void* work = work_buffer(packed::work_size(*node, pool_.size()));
+                ran_.push_back({node, nullptr, true});
                 run(solo, [node, work](ThreadContext& ctx) { packed::run(*node, ctx, work); });
             } else if (const FastKernel* k = select_kernel(*node, features)) {
                 void* work = work_buffer(k->work_size(*node, pool_.size()));
+                ran_.push_back({node, k, false});
                 run(solo, [node, k, work](ThreadContext& ctx) { k->run(*node, ctx, work); });
             } else {
+                ran_.push_back({node, nullptr, false});
                 run(solo, [node](ThreadContext& ctx) { ref::compute(*node, ctx); });
             }
         }
     }
     void synchronize() override {}
     std::string kernel_name(const Tensor& t) const override {
-        if (packed::reads_packed(t) || packed::packs_at_run_time(t)) return packed::kernel_name(t, pool_.size());
-        const FastKernel* k = select_kernel(t, usable_cpu_features());
-        return k ? kernel_path_name(*k, t) : "ref";
+        for (const Ran& r : ran_) {
+            if (r.node != &t) continue;
+            if (r.packed) return packed::kernel_name(t, pool_.size());
+            return r.kernel ? kernel_path_name(*r.kernel, t) : "ref";
+        }
+        return "";
     }
     void event_record(Event&) override {}
     void event_wait(Event& e) override { e.synchronize(); }
@@ -122,8 +130,16 @@ private:
         void operator()(uint8_t* p) const { std::free(p); }
     };
 
+    /// A node of the last graph_compute and the path that ran it (kernel_name's answer).
+    struct Ran {
+        const Tensor* node;
+        const FastKernel* kernel;  ///< nullptr: the reference kernel, or the packed path
+        bool packed;
+    };
+
     CpuDevice& dev_;
     ThreadPool pool_;
+    std::vector<Ran> ran_;
     std::unique_ptr<uint8_t, FreeDeleter> work_;
     size_t work_size_ = 0;
 };
@@ -171,6 +187,12 @@ std::vector<BufferType*> CpuDevice::extra_weight_buffer_types() {
 }
 
 bool CpuDevice::supports_op(const Tensor& t) const { return ref::supports(t); }
+
+KernelKind CpuDevice::declared_kernel(const Tensor& t) const {
+    if (packed::reads_packed(t)) return packed::supports_node(t) ? KernelKind::Fast : KernelKind::None;
+    if (packed::packs_at_run_time(t) || select_kernel(t, usable_cpu_features())) return KernelKind::Fast;
+    return ref::supports(t) ? KernelKind::Reference : KernelKind::None;
+}
 
 std::unique_ptr<Event> CpuDevice::new_event() { return std::make_unique<CpuEvent>(); }
 

@@ -29,6 +29,9 @@ public:
     /// CPU_PACKED (src/cpu/packed/buffer.hpp) when packing is enabled and this CPU runs a packed kernel.
     std::vector<BufferType*> extra_weight_buffer_types() override;
     bool supports_op(const Tensor& t) const override;
+    /// From the kernel tables under the usable features: Fast for a node the packed path or a fast
+    /// kernel (cpu/kernels/kernel.hpp) serves, Reference for the rest the reference kernels run.
+    KernelKind declared_kernel(const Tensor& t) const override;
     bool supports_buft(const BufferType& bt) const override { return bt.is_host(); }
     std::unique_ptr<Event> new_event() override;
 };

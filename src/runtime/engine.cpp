@@ -1,4 +1,5 @@
 // The public API (include/tessel/engine.hpp) over the model, vocab and runtime layers.
+#include <algorithm>
 #include <map>
 
 #include "backend/registry.hpp"
@@ -96,5 +97,17 @@ void Context::seq_cp(int32_t src, int32_t dst, int32_t p0, int32_t p1) { impl_->
 int32_t Context::seq_pos_max(int32_t seq) const { return impl_->kv().seq_pos_max(seq); }
 void Context::clear() { impl_->kv().clear(); }
 bool Context::flash_attn() const { return impl_->flash_attn(); }
+
+std::vector<std::pair<std::string, int64_t>> Context::graph_nodes_per_device() const {
+    std::vector<std::pair<std::string, int64_t>> out;
+    if (impl_->graphs_built() == 0) return out;
+    for (const Scheduler::Split& sp : impl_->scheduler().splits()) {
+        const std::string dev = sp.backend->name();
+        auto it = std::find_if(out.begin(), out.end(), [&](const auto& p) { return p.first == dev; });
+        if (it == out.end()) it = out.insert(out.end(), {dev, 0});
+        for (const Tensor* n : sp.nodes) it->second += op_is_view(n->op) ? 0 : 1;
+    }
+    return out;
+}
 
 }  // namespace tessel

@@ -1,5 +1,6 @@
 // `--device` as a user meets it: `tessel run --device npu` generates the same greedy tokens as
-// `--device cpu` (the NPU takes the nodes it claims, the CPU the rest), an unknown device name is
+// `--device cpu` and runs every node of the graph on NPU0 (the NPU takes the nodes it claims, the
+// CPU the rest: here that is none), an unknown device name is
 // one error line listing the devices, and `tessel bench --device cpu,npu` measures each device
 // and names it in its records. Models: tiny random llamas (tests/support/tiny_llama); the run test
 // carries the default model's tokenizer so the prompt text tokenizes as it would for a user.
@@ -26,15 +27,18 @@ TEST(CliDevice, RunOnNpuGivesTheCpuTokens) {
     opt.vocab_from = test::smollm2_path();
     opt.tied_output = true;
     const std::string model = test::write_tiny_llama(test::temp_dir() / "tiny.gguf", opt).string();
-    auto run_on = [&](const std::string& device) {
+    // `where`: the stderr line naming where the last graph's nodes ran (every node on the one device)
+    auto run_on = [&](const std::string& device, const std::string& where) {
         const CliResult r = run_tessel({"run", "-m", model, "--device", device, "-p", "The capital of France is", "-n", "4", "--temp", "0"});
         EXPECT_EQ(r.exit_code, 0) << device << ": " << r.err;
+        EXPECT_TRUE(std::regex_search(r.err, std::regex("\\ntessel: the last graph ran [1-9][0-9]* nodes on " + where + "\\n")))
+            << device << ": " << r.err;
         return r.out;
     };
-    const std::string cpu = run_on("cpu");
+    const std::string cpu = run_on("cpu", "CPU");
     ASSERT_FALSE(cpu.empty());
-    EXPECT_EQ(run_on("npu"), cpu);
-    EXPECT_EQ(run_on("NPU0"), cpu);  // a registered name, in any case
+    EXPECT_EQ(run_on("npu", "NPU0"), cpu);
+    EXPECT_EQ(run_on("NPU0", "NPU0"), cpu);  // a registered name, in any case
 }
 
 TEST(CliDevice, UnknownDeviceIsOneErrorLineListingTheDevices) {

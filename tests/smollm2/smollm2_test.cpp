@@ -28,7 +28,9 @@
 #include <cstring>
 #include <filesystem>
 
+#include "core/cpu_features.hpp"
 #include "core/fp16.hpp"
+#include "cpu/kernels/kernel.hpp"
 #include "gguf/reader.hpp"
 #include "runtime/context.hpp"
 #include "runtime/generate.hpp"
@@ -79,6 +81,20 @@ protected:
         for (const auto& v : ref_->find("tessel.reference.prompts")->array()) out.push_back(v.as_string());
         return out;
     }
+    // Every compute node of a graph ran where the device claims it: on NPU0 for `npu` (the README:
+    // the NPU claims all of the default model's nodes), on a fast kernel for `cpu` when the usable
+    // features include the avx2 tier (every op of the model has one there).
+    static void expect_claimed(const std::vector<test::NodeRun>& runs, const std::string& what) {
+        ASSERT_FALSE(runs.empty()) << what;
+        const bool npu = std::string(GetParam()) == "npu";
+        const bool fast_cpu = cpu::has_avx2_tier(usable_cpu_features());
+        size_t bad = 0;
+        for (const test::NodeRun& r : runs) {
+            const bool ok = npu ? r.device == "NPU0" : (!fast_cpu || (r.kernel != "ref" && !r.kernel.empty()));
+            if (!ok && ++bad <= 5) ADD_FAILURE() << what << ": " << r.node << " ran on " << r.device << " (kernel '" << r.kernel << "')";
+        }
+        EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << runs.size() << " nodes not where the device claims them";
+    }
     static std::string meta_str(const std::string& key) { return ref_->find("tessel.reference." + key)->as_string(); }
     static uint64_t meta_u(const std::string& key) { return ref_->find("tessel.reference." + key)->as_u64(); }
 
@@ -116,7 +132,9 @@ TEST_P(SmolLM2, TeacherForcedLogitsMatchLlamaCpp) {
                 const auto top_logits = reference_tensor<float>(*ref_, m + ".top_logits");
                 const auto full_pos = reference_tensor<int32_t>(*ref_, m + ".full_pos");
                 const auto full = reference_tensor<uint16_t>(*ref_, m + ".full_logits");
-                const auto got = test::teacher_forced_logits(*model_, tokens, mode.fa, ub);
+                std::vector<test::NodeRun> runs;
+                const auto got = test::teacher_forced_logits(*model_, tokens, mode.fa, ub, &runs);
+                expect_claimed(runs, name + " " + mode.name + " ub " + std::to_string(ub));
                 for (size_t t = 0; t < tokens.size(); ++t, ++positions) {
                     const auto& l = got[t];
                     const int32_t top1 = static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin());
@@ -179,11 +197,7 @@ TEST_P(SmolLM2, GreedyGenerationMatchesLlamaCpp) {
                 }
                 ASSERT_EQ(got[i], tokens[t + 1]) << name << " " << mode.name << " token " << i << " (margin " << margin << ")";
             }
-            // On the NPU, the last graph really ran nodes there (and the CPU the rest).
-            size_t npu_nodes = 0;
-            for (const Scheduler::Split& sp : ctx.impl().scheduler().splits())
-                if (sp.backend->name() != "CPU") npu_nodes += sp.nodes.size();
-            EXPECT_EQ(npu_nodes > 0, std::string(GetParam()) != "cpu") << npu_nodes << " nodes off the CPU";
+            expect_claimed(test::last_graph_runs(ctx), name + " " + mode.name + " greedy");
             std::printf("[ SmolLM2  ] %s %s %s: %zu greedy tokens identical%s\n", GetParam(), name.c_str(), mode.name, i,
                         i < got.size() ? " up to a near tie" : "");
         }

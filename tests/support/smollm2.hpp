@@ -44,11 +44,21 @@ std::vector<T> reference_tensor(const gguf::File& f, const std::string& name) {
     return out;
 }
 
+/// Where a compute node (not a view) of a graph ran: its backend's device and the kernel.
+struct NodeRun {
+    std::string node;    ///< op and name, e.g. "MUL_MAT ffn_up-3"
+    std::string device;  ///< e.g. "CPU", "NPU0"
+    std::string kernel;  ///< Backend::kernel_name ("ref": the CPU's reference kernel)
+};
+/// The compute nodes of ctx's last graph, in order.
+std::vector<NodeRun> last_graph_runs(Context& ctx);
+
 /// Teacher-forced logits (n_vocab floats per position) of every position of `tokens`, decoded as
 /// sequence 0 in ubatches of `n_ubatch` tokens with one thread (results do not depend on the
-/// thread count; ctest -j2 runs two suites at once).
+/// thread count; ctest -j2 runs two suites at once). `last_graph`, when given, gets the last
+/// ubatch's last_graph_runs().
 std::vector<std::vector<float>> teacher_forced_logits(const std::shared_ptr<const Model>& model,
                                                       const std::vector<int32_t>& tokens, FlashAttn fa,
-                                                      int64_t n_ubatch);
+                                                      int64_t n_ubatch, std::vector<NodeRun>* last_graph = nullptr);
 
 }  // namespace tessel::test

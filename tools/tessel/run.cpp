@@ -45,12 +45,17 @@ private:
     vocab::Utf8Stream stream_;
 };
 
-void report(const runtime::GenerateStats& st, int64_t n_ctx) {
+void report(const runtime::GenerateStats& st, const Context& ctx) {
     if (st.stop == runtime::StopReason::ContextFull)
-        std::fprintf(stderr, "\ntessel: the context is full (%lld tokens): generation stopped (raise -c)\n", static_cast<long long>(n_ctx));
+        std::fprintf(stderr, "\ntessel: the context is full (%lld tokens): generation stopped (raise -c)\n", static_cast<long long>(ctx.n_ctx()));
     std::fprintf(stderr, "\ntessel: prompt %lld tokens, %.2f tokens/s; generated %lld tokens, %.2f tokens/s\n",
                  static_cast<long long>(st.n_prompt), st.t_prompt > 0 ? st.n_prompt / st.t_prompt : 0.0,
                  static_cast<long long>(st.n_generated), st.t_generate > 0 ? st.n_generated / st.t_generate : 0.0);
+    // where the nodes of the last graph ran, e.g. "575 nodes on NPU0" or "540 nodes on NPU0, 35 on CPU"
+    std::string where;
+    for (const auto& [dev, n] : ctx.graph_nodes_per_device())
+        where += (where.empty() ? std::to_string(n) + " nodes on " : ", " + std::to_string(n) + " on ") + dev;
+    if (!where.empty()) std::fprintf(stderr, "tessel: the last graph ran %s\n", where.c_str());
 }
 
 void run(const RunOptions& o) {
@@ -79,7 +84,7 @@ void run(const RunOptions& o) {
     const auto st = runtime::generate(ctx, *model, sampler, tokens, n_past, gp, [&](int32_t t) { print(t); });
     print.finish();
     std::fputc('\n', stdout);
-    report(st, ctx.n_ctx());
+    report(st, ctx);
 }
 
 /// Interactive chat: each turn re-renders the conversation, keeps the cached prefix that still
@@ -122,7 +127,7 @@ void chat(const RunOptions& o) {
         cached.insert(cached.end(), fresh.begin(), fresh.end());
         cached.insert(cached.end(), generated.begin(), generated.begin() + (n_past - static_cast<int32_t>(cached.size())));
         msgs.push_back({"assistant", reply});
-        report(st, ctx.n_ctx());
+        report(st, ctx);
         if (st.stop == runtime::StopReason::ContextFull) {
             std::fprintf(stderr, "tessel chat: the context is full, the chat ends (raise -c for longer chats)\n");
             break;

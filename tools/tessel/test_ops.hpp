@@ -5,7 +5,8 @@
 //
 // Units (a file per concept):
 //   test_ops_cases*.cpp  the case lists (what is tested, with which data and bounds)
-//   test_ops_runner.cpp  placement with guard bytes, data, running, reading back, comparing
+//   test_ops_runner.cpp  placement with guard bytes, data, running, reading back, test mode
+//   test_ops_compare.cpp comparison with the reference (and with the values a quantizing op stores)
 //   test_ops_perf.cpp    perf and support modes
 //   test_ops_cli.cpp     flags and the `tessel test-ops` subcommand
 #pragma once
@@ -85,7 +86,7 @@ private:
 enum class Compare : uint8_t {
     Nmse,       ///< NMSE <= max_nmse
     Exact,      ///< bit-identical output bytes (CPY with equal types, ARGMAX, ARGSORT)
-    QuantStep,  ///< output of a lower-precision type: NMSE <= quant_step_bound() (see the doc)
+    Quantized,  ///< output of a lower-precision type: compare_quantized() against the stored values
 };
 
 struct Case {
@@ -150,10 +151,6 @@ std::string shape_text(const Tensor& out);
 /// The op column: op name and variant.
 std::string op_text(const Case& c);
 
-/// Whether the CPU backend must run node `out` on a fast kernel (not `ref`) when the usable
-/// CPU features include the avx2 tier: the hot paths of a forward pass (test_ops_hot.cpp).
-bool must_be_fast(const Tensor& out);
-
 /// Seeded data for every leaf of an instance (bytes in each leaf's plain layout).
 std::vector<std::vector<uint8_t>> make_data(const Instance& inst, uint32_t seed);
 
@@ -193,11 +190,22 @@ struct Verdict {
     double bound = 0.0;
     std::string why;  ///< reason of a failure
 };
-Verdict compare(const Case& c, const Output& ref, const Output& got);
+/// Compares by c.compare; a Compare::Quantized case needs `stored` (stored_values()).
+Verdict compare(const Case& c, const Output& ref, const Output& got, const std::vector<float>* stored = nullptr);
 
-/// NMSE bound of a QuantStep comparison: sum over blocks of (block elements) * (r_T * block absmax)^2,
-/// divided by sum of ref^2 (r_T = the type's largest grid step relative to the block's absmax).
-double quant_step_bound(DType t, const std::vector<float>& ref);
+/// The values a quantizing node (CPY / CONT / DUP from a float type, or SET_ROWS) is asked to
+/// store, in its output's plain element order, read from its placed sources after a run;
+/// `dst_initial`: SET_ROWS's destination bytes before the run (the rows it keeps). Throws
+/// Error(Unsupported) for other nodes.
+std::vector<float> stored_values(const Tensor& out, const std::vector<uint8_t>& dst_initial);
+
+/// The check of an op that quantizes `stored` (the values it was asked to store) into type t:
+/// the subject's dequantized output `got` must have NMSE(stored, got) <= 2 * NMSE(stored, ref),
+/// `ref` the reference quantizer's round trip, and in every block of t no element further from
+/// its value than twice the reference's worst one in that block (plus 1e-6 of the block's
+/// largest magnitude). Verdict::nmse is NMSE(stored, got), Verdict::bound 2 * NMSE(stored, ref).
+Verdict compare_quantized(DType t, const std::vector<float>& stored, const std::vector<float>& ref,
+                          const std::vector<float>& got);
 
 /// A backend under test: a device's stream, with the thread count for the CPU.
 struct Subject {

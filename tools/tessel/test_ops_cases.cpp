@@ -115,7 +115,7 @@ Case copy_case(Op op, DType src, DType dst, std::function<Tensor*(Maker&)> build
     if (src == dst)
         c.compare = Compare::Exact;
     else if (dst != DType::F32)
-        c.compare = Compare::QuantStep;
+        c.compare = Compare::Quantized;
     return c;
 }
 

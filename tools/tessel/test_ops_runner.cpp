@@ -9,7 +9,6 @@
 
 #include "backend/registry.hpp"
 #include "cpu/cpu_backend.hpp"
-#include "cpu/kernels/kernel.hpp"
 #include "cpu/ref/ref.hpp"
 #include "cpu/threadpool.hpp"
 #include "quant/quant.hpp"
@@ -287,91 +286,6 @@ Output read_output(const Tensor& out) {
     return o;
 }
 
-// ---- comparison -----------------------------------------------------------------------------
-
-double quant_step_bound(DType t, const std::vector<float>& ref) {
-    // r_T: the largest step of the type's grid relative to the block's absolute maximum.
-    double r = 1.0 / 127;
-    switch (t) {
-        case DType::F16: r = std::ldexp(1.0, -10); break;
-        case DType::BF16: r = std::ldexp(1.0, -7); break;
-        case DType::Q4_0: r = 1.0 / 8; break;
-        case DType::Q4_1: case DType::Q4_K: r = 2.0 / 15; break;
-        case DType::Q5_0: r = 1.0 / 16; break;
-        case DType::Q5_1: case DType::Q5_K: r = 2.0 / 31; break;
-        case DType::Q2_K: r = 2.0 / 3; break;
-        case DType::Q3_K: r = 1.0 / 4; break;
-        case DType::Q6_K: r = 1.0 / 32; break;
-        case DType::IQ4_NL: case DType::IQ4_XS: r = 24.0 / 127; break;  // widest gap of the grid
-        case DType::MXFP4: r = 1.0 / 3; break;                           // e2m1: 4 -> 6 of max 6
-        default: break;                                                   // Q8_0, Q8_1, Q8_K
-    }
-    const size_t bs = dtype_info(t).block_size;
-    double allowed = 0.0, energy = 0.0;
-    for (size_t b = 0; b < ref.size(); b += bs) {
-        const size_t e = std::min(ref.size(), b + bs);
-        double amax = 0.0;
-        for (size_t i = b; i < e; ++i) {
-            amax = std::max(amax, std::fabs(static_cast<double>(ref[i])));
-            energy += static_cast<double>(ref[i]) * ref[i];
-        }
-        allowed += static_cast<double>(e - b) * (r * amax) * (r * amax);
-    }
-    return energy > 0.0 ? allowed / energy : r * r;
-}
-
-Verdict compare(const Case& c, const Output& ref, const Output& got) {
-    Verdict v;
-    if (ref.values.size() != got.values.size() || ref.type != got.type) {
-        v.why = "output shape or type differs from the reference";
-        return v;
-    }
-    double num = 0.0, den = 0.0;
-    for (size_t i = 0; i < ref.values.size(); ++i) {
-        const double a = ref.values[i], b = got.values[i];
-        if (std::isnan(b)) {
-            v.why = "NaN in the output at element " + std::to_string(i);
-            return v;
-        }
-        if (std::isnan(a)) {
-            v.why = "NaN in the reference at element " + std::to_string(i);
-            return v;
-        }
-        if (std::isinf(a) || std::isinf(b)) {
-            if (a != b) {
-                v.why = "infinity mismatch at element " + std::to_string(i) + " (ref " + std::to_string(a) + ", got " +
-                        std::to_string(b) + ")";
-                return v;
-            }
-            continue;
-        }
-        num += (a - b) * (a - b);
-        den += a * a;
-    }
-    v.nmse = den > 0.0 ? num / den : num;
-    switch (c.compare) {
-        case Compare::Exact:
-            v.bound = 0.0;
-            v.ok = ref.bytes == got.bytes;
-            if (!v.ok) {
-                size_t diff = 0;
-                for (size_t i = 0; i < ref.values.size(); ++i) diff += ref.values[i] != got.values[i];
-                v.why = "not bit-exact (" + std::to_string(diff) + " of " + std::to_string(ref.values.size()) +
-                        " elements differ)";
-            }
-            return v;
-        case Compare::QuantStep: v.bound = quant_step_bound(got.type, ref.values); break;
-        case Compare::Nmse: v.bound = c.max_nmse; break;
-    }
-    v.ok = v.nmse <= v.bound;
-    if (!v.ok) {
-        char buf[64];
-        std::snprintf(buf, sizeof buf, "NMSE above the bound %.1e", v.bound);
-        v.why = buf;
-    }
-    return v;
-}
-
 // ---- subjects and selection -----------------------------------------------------------------
 
 std::vector<Subject> make_subjects(const Options& opt, const std::vector<int>& cpu_threads) {
@@ -474,6 +388,32 @@ std::string check_inputs(const Instance& inst, const std::vector<std::vector<uin
 
 }  // namespace
 
+namespace {
+
+const char* kind_text(KernelKind k) {
+    switch (k) {
+        case KernelKind::Fast: return "a fast kernel";
+        case KernelKind::Reference: return "the reference kernel";
+        case KernelKind::None: break;
+    }
+    return "nothing";
+}
+
+/// One subject's tally: what its runs claimed, and the cases it declared but did not claim.
+struct Tally {
+    int fast = 0, reference = 0, skipped = 0, failed = 0;
+    std::vector<std::string> unclaimed;
+};
+
+/// The leaf data of SET_ROWS's destination (its bytes before the run), else empty.
+std::vector<uint8_t> initial_destination(const Instance& inst, const std::vector<std::vector<uint8_t>>& data) {
+    for (size_t i = 0; i < inst.leaves.size(); ++i)
+        if (inst.out->op == Op::SET_ROWS && inst.leaves[i].t == inst.out->view_src) return data[i];
+    return {};
+}
+
+}  // namespace
+
 int run_tests(const Options& opt) {
     const std::vector<Case> all = test_cases();
     const std::vector<const Case*> cases = select_cases(all, opt);
@@ -482,7 +422,7 @@ int run_tests(const Options& opt) {
     std::printf("test-ops: %zu cases, %zu backends, seed %u%s\n", cases.size(), subjects.size(), opt.seed,
                 opt.ci ? " (ci subset)" : "");
     int passed = 0, failed = 0, skipped = 0;
-    const bool avx2_usable = cpu::has_avx2_tier(usable_cpu_features());
+    std::vector<Tally> tally(subjects.size());
     for (const Case* c : cases) {
         const uint32_t seed = case_seed(opt.seed, static_cast<size_t>(c - all.data()));
         Line base;
@@ -497,6 +437,7 @@ int run_tests(const Options& opt) {
         };
         Instance ref;
         Output expected;
+        std::vector<float> stored;
         std::vector<std::vector<uint8_t>> data;
         std::unique_ptr<Placement> ref_place;
         try {
@@ -510,17 +451,36 @@ int run_tests(const Options& opt) {
             const std::string guards = ref_place->check_guards();
             if (!guards.empty()) throw Error(ErrorCode::InvalidArgument, "reference: " + guards);
             expected = read_output(*ref.out);
+            if (c->compare == Compare::Quantized) stored = stored_values(*ref.out, initial_destination(ref, data));
         } catch (const std::exception& e) {
             fail_all(e.what());
             continue;
         }
         const bool weights = has_weight(ref);
-        for (Subject& s : subjects) {
+        for (size_t si = 0; si < subjects.size(); ++si) {
+            Subject& s = subjects[si];
+            Tally& t = tally[si];
             const std::vector<BufferType*> bufts = weights ? weight_buffer_types(*s.dev) : std::vector<BufferType*>{&s.dev->buffer_type()};
             for (BufferType* bt : bufts) {
                 Line l = base;
                 l.backend = s.label;
                 l.buft = bt->name();
+                // a case the device declares but does not take fails; one it does not declare is a SKIP
+                auto skip = [&](const std::string& why, KernelKind declared) {
+                    if (declared == KernelKind::None) {
+                        l.status = "SKIP";
+                        l.why = why;
+                        ++skipped;
+                        ++t.skipped;
+                    } else {
+                        l.status = "FAIL";
+                        l.why = std::string("declared ") + kind_text(declared) + " but not claimed (" + why + ")";
+                        t.unclaimed.push_back(l.op + " " + l.types + " " + l.shape + " " + l.buft);
+                        ++failed;
+                        ++t.failed;
+                    }
+                    l.print();
+                };
                 try {
                     Instance sub = instantiate(*c);
                     std::unique_ptr<Placement> place;
@@ -528,25 +488,18 @@ int run_tests(const Options& opt) {
                         place = std::make_unique<Placement>(sub, *s.dev, *bt, seed ^ 0x5bd1e995u);
                     } catch (const Error& e) {
                         if (e.code() != ErrorCode::Unsupported) throw;
-                        l.status = "SKIP";
-                        l.why = e.what();
-                        l.print();
-                        ++skipped;
+                        skip(e.what(), KernelKind::None);
                         continue;
                     }
                     if (bt != &s.dev->buffer_type() && !bt->supports_use(*sub.out)) {
                         // the placement rule (backend/weights.hpp) never stores this weight there
-                        l.status = "SKIP";
-                        l.why = bt->name() + " does not serve this use (the weight stays in " + s.dev->buffer_type().name() + ")";
-                        l.print();
-                        ++skipped;
+                        skip(bt->name() + " does not serve this use (the weight stays in " + s.dev->buffer_type().name() + ")",
+                             KernelKind::None);
                         continue;
                     }
+                    const KernelKind declared = s.dev->declared_kernel(*sub.out);
                     if (!s.dev->supports_op(*sub.out)) {
-                        l.status = "SKIP";
-                        l.why = "not supported";
-                        l.print();
-                        ++skipped;
+                        skip("not supported", declared);
                         continue;
                     }
                     place->upload(data);
@@ -556,28 +509,49 @@ int run_tests(const Options& opt) {
                     s.backend->synchronize();
                     l.kernel = s.backend->kernel_name(*sub.out);
                     const Output got = read_output(*sub.out);
-                    Verdict v = compare(*c, expected, got);
+                    Verdict v = compare(*c, expected, got, c->compare == Compare::Quantized ? &stored : nullptr);
                     l.nmse = v.nmse;
                     std::string extra = place->check_guards();
                     if (extra.empty()) extra = check_inputs(sub, data);
+                    const KernelKind ran = l.kernel.empty() ? KernelKind::None : l.kernel == "ref" ? KernelKind::Reference : KernelKind::Fast;
+                    if (ran != declared) {
+                        extra += extra.empty() ? "" : "; ";
+                        extra += std::string("declared ") + kind_text(declared) + ", ran " + kind_text(ran);
+                        if (declared == KernelKind::Fast) t.unclaimed.push_back(l.op + " " + l.types + " " + l.shape + " " + l.buft);
+                    }
                     if (!extra.empty()) {
                         v.ok = false;
                         v.why = v.why.empty() ? extra : v.why + "; " + extra;
                     }
-                    if (s.dev == &cpu::cpu_device() && l.kernel == "ref" && avx2_usable && must_be_fast(*sub.out)) {
-                        v.ok = false;
-                        v.why = v.why.empty() ? "" : v.why + "; ";
-                        v.why += "a hot path ran the reference kernel on a CPU with AVX2";
-                    }
                     l.status = v.ok ? "OK" : "FAIL";
                     l.why = v.why;
+                    if (v.ok) (ran == KernelKind::Fast ? t.fast : t.reference) += 1;
                 } catch (const std::exception& e) {
                     l.status = "FAIL";
                     l.why = e.what();
                 }
                 l.print();
-                (l.status == "OK" ? passed : failed) += 1;
+                if (l.status == "OK") {
+                    ++passed;
+                } else {
+                    ++failed;
+                    ++t.failed;
+                }
             }
+        }
+    }
+    // Per subject: what it claimed; a subject that ran nothing, or claimed less than it declared, fails.
+    for (size_t si = 0; si < subjects.size(); ++si) {
+        const Tally& t = tally[si];
+        std::printf("%s: %d on a fast kernel, %d on the reference kernel, %d skipped, %d failed\n", subjects[si].label.c_str(),
+                    t.fast, t.reference, t.skipped, t.failed);
+        if (t.fast + t.reference + t.failed == 0) {
+            std::printf("%s: FAIL: no case ran (0 passed, 0 failed)\n", subjects[si].label.c_str());
+            ++failed;
+        }
+        if (!t.unclaimed.empty()) {
+            std::printf("%s: FAIL: %zu case(s) declared but not claimed:\n", subjects[si].label.c_str(), t.unclaimed.size());
+            for (const std::string& u : t.unclaimed) std::printf("    %s\n", u.c_str());
         }
     }
     if (skipped) std::printf("%d skipped (not supported)\n", skipped);

@@ -25,7 +25,10 @@ NpuBackend::NpuBackend(NpuDevice& device, Session& session) : device_(device), s
 
 Device& NpuBackend::device() { return device_; }
 
-std::string NpuBackend::kernel_name(const Tensor& t) const { return std::string("npu_") + op_name(t.op); }
+std::string NpuBackend::kernel_name(const Tensor& t) const {
+    const bool ran = !is_no_op(t) && std::find(last_nodes_.begin(), last_nodes_.end(), &t) != last_nodes_.end();
+    return ran ? std::string("npu_") + op_name(t.op) : std::string();
+}
 
 void NpuBackend::flush() {
     if (batch_.empty()) return;
@@ -74,12 +77,14 @@ void NpuBackend::throw_unfit(const Tensor& node, const std::vector<Operand>& ope
 void NpuBackend::graph_compute(const std::vector<Tensor*>& nodes, uint64_t graph_uid) {
     session_.check();
     flush();  // nothing of an earlier call may join a cached graph's batches
+    last_nodes_.clear();
     if (graph_uid != 0) {
         for (auto it = cache_.begin(); it != cache_.end(); ++it) {
             if (it->uid != graph_uid) continue;
             for (size_t b = 0; b + 1 < it->batches.size(); ++b) session_.submit(it->batches[b]);
             if (!it->batches.empty()) batch_ = it->batches.back();  // left open, like a translated call's
             ++cache_hits_;
+            last_nodes_.assign(nodes.begin(), nodes.end());
             if (session_.config().verbose)
                 std::fprintf(stderr, "npu: %s graph %llu from the translation cache (%zu batches)\n", session_.name().c_str(),
                              static_cast<unsigned long long>(graph_uid), it->batches.size());
@@ -113,6 +118,7 @@ void NpuBackend::graph_compute(const std::vector<Tensor*>& nodes, uint64_t graph
         throw;
     }
     recording_ = nullptr;
+    last_nodes_.assign(nodes.begin(), nodes.end());
     if (graph_uid == 0) return;
     cache_.push_front(std::move(entry));
     if (cache_.size() > kCachedGraphs) cache_.pop_back();

@@ -52,6 +52,7 @@ public:
     /// `dst` in synchronize(). Throws like set_tensor_async.
     /// A tiled weight (buffer.hpp) goes through its buffer synchronously instead, both ways.
     void get_tensor_async(const Tensor& t, void* dst, size_t offset, size_t size) override;
+    /// "npu_<OP>" for a node the last graph_compute sent to the device, else "".
     std::string kernel_name(const Tensor& t) const override;
     void event_record(Event& e) override;
     /// Waits on the host for e, then continues (the NPU stream has nothing queued in between).
@@ -79,6 +80,7 @@ private:
     NpuDevice& device_;
     Session& session_;
     OpBatch batch_;
+    std::vector<const Tensor*> last_nodes_;  // the last graph_compute's nodes (kernel_name)
     std::deque<CachedGraph> cache_;  // most recent first
     std::vector<OpBatch>* recording_ = nullptr;
     uint64_t cache_hits_ = 0;

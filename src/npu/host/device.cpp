@@ -58,6 +58,10 @@ bool NpuDevice::supports_op(const Tensor& t) const {
     return !(opfilter_ && std::regex_search(op_name(t.op), *opfilter_));
 }
 
+KernelKind NpuDevice::declared_kernel(const Tensor& t) const {
+    return device_supports(t, budget()) ? KernelKind::Fast : KernelKind::None;
+}
+
 void* NpuDevice::proc(const std::string& name) {
     if (name == "host_buffer_type") return static_cast<BufferType*>(&host_buft_);
     if (name == "cpu_compute_buffer_type" && cfg_.hostbuf) return static_cast<BufferType*>(&host_buft_);

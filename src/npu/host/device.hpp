@@ -43,6 +43,9 @@ public:
     /// matches TESSEL_NPU_OPFILTER. A node whose VTCM plan exceeds the budget, or a matmul no
     /// allowed kernel takes (TESSEL_NPU_MM_SELECT), is declined: the CPU takes it.
     bool supports_op(const Tensor& t) const override;
+    /// Fast for every node device_supports() accepts under budget() (the device's op checks, as the
+    /// host mirrors them), whatever TESSEL_NPU_OPFILTER declines: a filtered run claims less.
+    KernelKind declared_kernel(const Tensor& t) const override;
     /// What the device offers planning: the open session's hwinfo (VTCM bytes, threads, matrix
     /// unit), or before the session opens the configuration the device will be started with; plus
     /// the matmul settings (TESSEL_NPU_MM_SELECT, TESSEL_NPU_MATRIX, TESSEL_NPU_DMA).
