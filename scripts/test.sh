@@ -1,18 +1,25 @@
 #!/usr/bin/env bash
 # Build tessel and run every test, as CI does (.ci/run calls exactly this).
-#   1. install build dependencies (scripts/install-deps.sh, idempotent) and fetch the pinned
-#      llama-cpp-python sdist into the peer cache (scripts/peer/fetch-sdist.sh, idempotent): the
-#      tokenizer conformance test reads llama.cpp's vocab test files from it
-#   2. release build (build/) and a Hexagon compile check of the NPU device runtime
-#      (scripts/check-hexagon.sh), sanitizer build (build-asan/), libFuzzer build (build-fuzz/, clang)
-#   3. fuzz the GGUF reader for TESSEL_FUZZ_SECONDS (default 60) from tests/fuzz/corpus
-#   4. sanitizer run of the unit, GGUF, test-ops, model and CLI tests
-#   5. ThreadSanitizer build of test_unit and test_npu (build-tsan/): the thread-pool tests and the
-#      in-process NPU link tests
-#   6. aarch64 cross build (build-arm64/, cmake/toolchains/aarch64-linux-gnu.cmake) and its unit,
-#      GGUF and test-ops tests under QEMU user-mode emulation (qemu-aarch64-static -cpu max)
-#   7. the full suite on the release build
-# The log ends with ctest's summary line of the full suite.
+#
+# Budget: a clean clone on 2 cores of an AVX2-only host (the slowest CI machine seen), dependencies
+# installed and caches empty, finishes in <= 30 minutes; CI's hard limit is 90. A change that adds
+# minutes says how many in its issue note, with this script's phase table (printed before the last
+# phase) from such a run. Compiling dominates: three trees build the test suites (release, the clang
+# sanitizer tree, aarch64), the thread-sanitizer tree builds only its suite.
+#
+#   1. dependencies (scripts/install-deps.sh), the pinned llama-cpp-python sdist for the tokenizer
+#      conformance test (scripts/peer/fetch-sdist.sh) and the numpy + gguf venv of the float64
+#      references (scripts/pyenv.sh reference); each idempotent
+#   2. release build (build/, g++), a Hexagon compile check of the NPU device runtime, a smoke run
+#   3. clang tree with AddressSanitizer + UBSan (build-san/): every target (the clang build check),
+#      the libFuzzer flag only on fuzz_gguf; fuzz the GGUF reader for TESSEL_FUZZ_SECONDS (default
+#      60); then the unit, GGUF, test-ops, model, CLI and NPU tests there
+#   4. ThreadSanitizer tree (build-tsan/): only test_tsan (thread pool, NPU in-process link)
+#   5. aarch64 cross build (build-arm64/) and its unit, GGUF, model and test-ops --ci tests under
+#      QEMU (qemu-aarch64-static -cpu max); the NPU's full test-ops entries run in the release run only
+#   6. test-ops --ci at every CPU tier of this machine, then the full suite on the release build
+# Every selection of tests must select something: ctest runs with --no-tests=error and a filtered
+# gtest run must report more than 0 passed tests. The log ends with ctest's summary line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -21,14 +28,45 @@ if ! [[ "$fuzz_seconds" =~ ^[1-9][0-9]*$ ]]; then
   echo "test.sh: TESSEL_FUZZ_SECONDS must be a positive whole number of seconds, got '$fuzz_seconds'" >&2
   exit 2
 fi
+
 t0=$SECONDS
-phase() { echo; echo "== [$((SECONDS - t0)) s] $*"; }
+phases=()   # "name|seconds" of every finished phase
+phase_name="" phase_t=$t0
+phase() {
+  if [[ -n $phase_name ]]; then phases+=("$phase_name|$((SECONDS - phase_t))"); fi
+  phase_name=$1 phase_t=$SECONDS
+  echo; echo "== [$((SECONDS - t0)) s] $*"
+}
+phase_table() {
+  phases+=("$phase_name|$((SECONDS - phase_t))")
+  phase_name="" 
+  echo; echo "== phase durations (s)"
+  printf '%6s  %s\n' seconds phase
+  for p in "${phases[@]}"; do printf '%6d  %s\n' "${p##*|}" "${p%|*}"; done
+  printf '%6d  %s\n' "$((SECONDS - t0))" "total before the release suite"
+}
+# ctest that fails when its selection is empty
+run_ctest() { ctest --no-tests=error --output-on-failure -j2 "$@"; }
+# run_gtest BINARY FILTER: a filtered gtest run that must pass and run at least one test
+run_gtest() {
+  local out
+  out=$("$1" --gtest_filter="$2" --gtest_brief=1 2>&1) || { echo "$out"; echo "$1 ($2) FAILED"; return 1; }
+  echo "$out" | tail -n 3
+  if ! grep -Eq '^\[  PASSED  \] [1-9][0-9]* test' <<<"$out"; then
+    echo "$1 --gtest_filter=$2 ran no test"
+    return 1
+  fi
+}
 
 phase "install dependencies"
 bash scripts/install-deps.sh
 
 phase "peer data: llama-cpp-python sdist (tokenizer test vocabularies)"
 bash scripts/peer/fetch-sdist.sh >/dev/null
+
+phase "reference environment: numpy + gguf (float64 references)"
+TESSEL_REFERENCE_PYTHON=$(bash scripts/pyenv.sh reference)
+export TESSEL_REFERENCE_PYTHON
 
 phase "release build"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
@@ -40,41 +78,37 @@ bash scripts/check-hexagon.sh
 phase "main job smoke run: the default model (fetched once into the cache), greedy"
 build/bin/tessel run --chat -p "What is the capital of France? Answer in one sentence." -n 32 --temp 0
 
-phase "sanitizer build (address, undefined)"
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSEL_SANITIZE=ON
-cmake --build build-asan
-
-phase "clang build with the libFuzzer target"
-CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSEL_FUZZ=ON
-cmake --build build-fuzz   # all targets: also checks that clang 14 builds the whole tree
+phase "clang sanitizer build (address + undefined; every target, libFuzzer on fuzz_gguf)"
+CC=clang CXX=clang++ cmake -S . -B build-san -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DTESSEL_SANITIZE=ON -DTESSEL_FUZZ=ON -DTESSEL_BUILD_BENCH=OFF
+cmake --build build-san
 
 phase "fuzz the GGUF reader for ${fuzz_seconds} s"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir "$work/corpus" && cp tests/fuzz/corpus/* "$work/corpus"/
-mkdir -p build-fuzz/artifacts
-if ! (cd "$work" && "$root/build-fuzz/tests/fuzz/fuzz_gguf" -max_total_time="$fuzz_seconds" \
-        -artifact_prefix="$root/build-fuzz/artifacts/" -print_final_stats=1 "$work/corpus" >"$work/fuzz.log" 2>&1); then
+mkdir -p build-san/artifacts
+if ! (cd "$work" && "$root/build-san/tests/fuzz/fuzz_gguf" -max_total_time="$fuzz_seconds" \
+        -artifact_prefix="$root/build-san/artifacts/" -print_final_stats=1 "$work/corpus" >"$work/fuzz.log" 2>&1); then
   cat "$work/fuzz.log"
-  echo "fuzz_gguf FAILED: the crashing input is kept in build-fuzz/artifacts/"
+  echo "fuzz_gguf FAILED: the crashing input is kept in build-san/artifacts/"
   exit 1
 fi
 tail -n 12 "$work/fuzz.log"
 
 phase "sanitizer tests (unit, gguf, ops, model, cli, npu)"
-(cd build-asan && ctest -L 'unit|gguf|ops|model|cli|npu' --output-on-failure -j2)
+(cd build-san && run_ctest -L 'unit|gguf|ops|model|cli|npu')
 
-phase "thread sanitizer: thread-pool tests, in-process NPU link tests"
-cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSEL_TSAN=ON
-cmake --build build-tsan --target test_unit test_npu
-TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/test_unit --gtest_filter='ThreadPool*' --gtest_brief=1
-TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/test_npu --gtest_filter='*InProcess*' --gtest_brief=1
+phase "thread sanitizer: thread pool, NPU in-process link"
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSEL_TSAN=ON -DTESSEL_BUILD_BENCH=OFF
+cmake --build build-tsan --target test_tsan
+TSAN_OPTIONS=halt_on_error=1 run_gtest build-tsan/tests/test_tsan 'ThreadPool*:*InProcess*'
 
-phase "aarch64 cross build + unit tests under QEMU"
+phase "aarch64 cross build + tests under QEMU"
 cmake -S . -B build-arm64 -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchains/aarch64-linux-gnu.cmake"
 cmake --build build-arm64 --target test_unit test_gguf test_model tessel_cli
-(cd build-arm64 && ctest -L 'unit|gguf|ops|model' --output-on-failure -j2)
+(cd build-arm64 && run_ctest -L 'unit|gguf|ops|model' -LE npu)
 
 phase "test-ops CI subset at every CPU tier (TESSEL_CPU_ISA caps what kernels may use)"
 # every tier from the lowest up to this CPU's best (a cap above it is an error by design)
@@ -96,5 +130,6 @@ for tier in $tiers; do
   fi
 done
 
-phase "all tests (release)"
-(cd build && ctest --output-on-failure -j2)
+phase_table
+echo; echo "== [$((SECONDS - t0)) s] all tests (release)"
+(cd build && run_ctest)
