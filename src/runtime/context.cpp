@@ -95,6 +95,8 @@ void Context::decode_ubatch(std::span<const BatchToken> ub) {
         sched_->release();
         graph_ = std::make_unique<Graph>();
         in_ = model::build_llama(*graph_, *model_, kv_->layers(), shape);
+        if (keep_intermediates_)
+            for (Tensor* n : graph_->nodes()) n->flags |= kFlagOutput;  // the allocator never reuses outputs
         sched_->allocate(*graph_);
         shape_ = shape;
         ++graphs_built_;
@@ -115,6 +117,12 @@ void Context::decode_ubatch(std::span<const BatchToken> ub) {
     logits_.resize((n_out_ + wanted) * n_vocab);
     in_.logits->buffer->get_tensor(*in_.logits, logits_.data() + n_out_ * n_vocab, 0, wanted * n_vocab * sizeof(float));
     n_out_ += wanted;
+}
+
+void Context::keep_intermediates() {
+    keep_intermediates_ = true;
+    sched_->release();
+    graph_.reset();  // the next ubatch builds a graph with every node kept
 }
 
 std::span<const float> Context::logits(size_t i) const {

@@ -55,6 +55,11 @@ public:
     int64_t graphs_built() const { return graphs_built_; }
     /// The scheduler of the last ubatch's graph (which backend ran which node): for tests.
     const Scheduler& scheduler() const { return *sched_; }
+    /// From the next graph on, every node keeps its memory (none is reused by a later node), so
+    /// after decode() each node's output and inputs can be read back (`tessel trace`).
+    void keep_intermediates();
+    /// The last ubatch's graph, or nullptr before the first decode.
+    const Graph* graph() const { return graph_.get(); }
 
 private:
     void decode_ubatch(std::span<const BatchToken> ub);
@@ -69,6 +74,7 @@ private:
     model::ForwardShape shape_;
     model::ForwardInputs in_;
     int64_t graphs_built_ = 0;
+    bool keep_intermediates_ = false;
     std::vector<float> logits_;
     size_t n_out_ = 0;
 };

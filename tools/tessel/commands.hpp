@@ -30,6 +30,10 @@ void add_bench_command(CLI::App& app);
 /// weights quantized by llama-quantize's rules.
 void add_quantize_command(CLI::App& app);
 
+/// `tessel trace -f PROMPTS -o OUT.gguf [model flags]`: logits of teacher-forced prompts and every
+/// node of a prompt and a decode graph with its inputs, for numerical checks (docs/trace.md).
+void add_trace_command(CLI::App& app);
+
 /// `tessel npu-device --socket FD` (internal, hidden from --help): serves the NPU host runtime of
 /// the parent process over the inherited Unix socket FD (npu::device_process_main).
 void add_npu_device_command(CLI::App& app);

@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
     tessel::cli::add_tokenize_command(app);
     tessel::cli::add_bench_command(app);
     tessel::cli::add_quantize_command(app);
+    tessel::cli::add_trace_command(app);
     tessel::cli::add_npu_device_command(app);
     try {
         tessel::usable_cpu_features();  // reports a bad TESSEL_CPU_ISA before any command runs
