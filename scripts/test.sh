@@ -13,7 +13,7 @@
 #   2. release build (build/, g++), a Hexagon compile check of the NPU device runtime, a smoke run
 #   3. clang tree with AddressSanitizer + UBSan (build-san/): every target (the clang build check),
 #      the libFuzzer flag only on fuzz_gguf; fuzz the GGUF reader for TESSEL_FUZZ_SECONDS (default
-#      60); then the unit, GGUF, test-ops, model, CLI and NPU tests there
+#      60, one core) while the unit, GGUF, test-ops, model, CLI and NPU tests run there
 #   4. ThreadSanitizer tree (build-tsan/): only test_tsan (thread pool, NPU in-process link)
 #   5. aarch64 cross build (build-arm64/) and its unit, GGUF, model and test-ops --ci tests under
 #      QEMU (qemu-aarch64-static -cpu max); the NPU's full test-ops entries run in the release run only
@@ -83,21 +83,22 @@ CC=clang CXX=clang++ cmake -S . -B build-san -G Ninja -DCMAKE_BUILD_TYPE=RelWith
   -DTESSEL_SANITIZE=ON -DTESSEL_FUZZ=ON -DTESSEL_BUILD_BENCH=OFF
 cmake --build build-san
 
-phase "fuzz the GGUF reader for ${fuzz_seconds} s"
+phase "fuzz the GGUF reader for ${fuzz_seconds} s (one core) beside the sanitizer tests (unit, gguf, ops, model, cli, npu)"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir "$work/corpus" && cp tests/fuzz/corpus/* "$work/corpus"/
 mkdir -p build-san/artifacts
-if ! (cd "$work" && "$root/build-san/tests/fuzz/fuzz_gguf" -max_total_time="$fuzz_seconds" \
-        -artifact_prefix="$root/build-san/artifacts/" -print_final_stats=1 "$work/corpus" >"$work/fuzz.log" 2>&1); then
+(cd "$work" && "$root/build-san/tests/fuzz/fuzz_gguf" -max_total_time="$fuzz_seconds" \
+   -artifact_prefix="$root/build-san/artifacts/" -print_final_stats=1 "$work/corpus" >"$work/fuzz.log" 2>&1) &
+fuzz_pid=$!
+trap 'kill "$fuzz_pid" 2>/dev/null || true; rm -rf "$work"' EXIT  # a failed test run stops the fuzzer too
+(cd build-san && run_ctest -L 'unit|gguf|ops|model|cli|npu')
+if ! wait "$fuzz_pid"; then
   cat "$work/fuzz.log"
   echo "fuzz_gguf FAILED: the crashing input is kept in build-san/artifacts/"
   exit 1
 fi
 tail -n 12 "$work/fuzz.log"
-
-phase "sanitizer tests (unit, gguf, ops, model, cli, npu)"
-(cd build-san && run_ctest -L 'unit|gguf|ops|model|cli|npu')
 
 phase "thread sanitizer: thread pool, NPU in-process link"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSEL_TSAN=ON -DTESSEL_BUILD_BENCH=OFF
