@@ -456,7 +456,8 @@ def paths(tessel: str):
     out = []
     for tier in tiers:
         here = tier in usable
-        out.append((f"cpu {tier} packed", {"TESSEL_CPU_ISA": tier}, [], here and tier != "scalar"))
+        if tier != "scalar":  # no packed kernel below avx2 (nor on a CPU without one)
+            out.append((f"cpu {tier} packed", {"TESSEL_CPU_ISA": tier}, [], here))
         out.append((f"cpu {tier} unpacked", {"TESSEL_CPU_ISA": tier}, ["--no-packed"], here))
     best = tiers.index(info["usable_tier"])
     # attention without FLASH_ATTN_EXT (MUL_MAT over the F16 cache, SOFT_MAX) on the best tier
@@ -509,21 +510,23 @@ def main() -> int:
     work = args.keep or Path(tempfile.mkdtemp(prefix="tessel-quant-aware-"))
     work.mkdir(parents=True, exist_ok=True)
     (work / "prompts.txt").write_text("".join(p + "\n" for p in prompts))
-    print(f"(a) worst node NMSE of the prompt graph ({len(prompts)} prompts, the first's graphs node by node) and the decode graph,"
-          f" bound {NODE_BOUND:g}; (b) end to end over every position: mean / max NMSE against the quantization-aware reference,"
-          " its floor (the reference against itself with float32-rounded matrix products), against plain float64")
-    print(f"{'path':<24} {'(a) node':>9} {'worst node':<28} {'(b) mean':>9} {'max':>9} {'floor':>9} {'plain':>9}  roundings")
+    print(f"(a) worst node NMSE of a prompt graph and a decode graph (the first prompt's), bound {NODE_BOUND:g};"
+          f" (b) over the {len(prompts)} prompts' positions: mean / max NMSE against the quantization-aware reference, bound"
+          f" {E2E_EXACT_BOUND:g} (max) for a path that rounds nothing, else {E2E_FLOOR_FACTOR:g}x the floor (mean); floor: the"
+          " reference against itself with float32-rounded matrix products; plain: mean NMSE against plain float64")
+    print(f"{'path':<30} {'(a) node':>9} {'worst node':<26} {'(b) mean':>9} {'max':>9} {'floor':>9} {'plain':>9}  roundings")
+    ran = 0
     for name, env, flags, here in paths(args.tessel):
         if args.only and args.only not in name:
             continue
         if not here:
-            print(f"{name:<24} not on this CPU")
+            print(f"{name:<30} not on this CPU")
             continue
         out = work / (name.replace(" ", "_") + ".gguf")
         cmd = [args.tessel, "trace", "-m", str(model), "-f", str(work / "prompts.txt"), "-o", str(out), "-t", "2"] + flags
         r = subprocess.run(cmd, env={**os.environ, **env}, capture_output=True, text=True)
         if r.returncode != 0:
-            print(f"{name:<24} FAILED: {' '.join(cmd)}: {r.stderr.strip()}")
+            print(f"{name:<30} FAILED: {' '.join(cmd)}: {r.stderr.strip()}")
             failed = True
             continue
         trace = Tensors(out)
@@ -544,7 +547,8 @@ def main() -> int:
                 e_floor.append(nmse(floor[i][j], want[i][j]))
                 e_plain.append(nmse(got[j], plain[i][j]))
         mean, top, fl = float(np.mean(e_want)), float(np.max(e_want)), float(np.mean(e_floor))
-        print(f"{name:<24} {worst[3]:>9.2e} {worst[0] + ' ' + worst[1]:<28} {mean:>9.2e} {top:>9.2e} {fl:>9.2e} "
+        ran += 1
+        print(f"{name:<30} {worst[3]:>9.2e} {worst[0] + ' ' + worst[1]:<26} {mean:>9.2e} {top:>9.2e} {fl:>9.2e} "
               f"{float(np.mean(e_plain)):>9.2e}  {', '.join(f'{k} {v}' for k, v in sorted(schemes.items())) or 'none'}")
         for row in bad[:8]:
             print(f"    node {row[0]} {row[1]} on {row[2]}: NMSE {row[3]:.3e} > {NODE_BOUND:g}")
@@ -564,7 +568,10 @@ def main() -> int:
             out.unlink()
     if not args.keep:
         shutil.rmtree(work)
-    print("FAILED" if failed else "all paths within the bounds")
+    if ran == 0:
+        print("no path ran" + (f" (--only '{args.only}' matches none)" if args.only else ""))
+        failed = True
+    print("FAILED" if failed else f"all {ran} paths within the bounds")
     return 1 if failed else 0
 
 

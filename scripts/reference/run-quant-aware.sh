@@ -12,7 +12,7 @@ if [[ -z $py || ! -x $py ]]; then
     echo "run-quant-aware: TESSEL_REFERENCE_PYTHON is not set to a python (scripts/pyenv.sh reference prints one)" >&2
     exit 1
   fi
-  echo "NOT RUN: TESSEL_REFERENCE_PYTHON is unset; export TESSEL_REFERENCE_PYTHON=\$(scripts/pyenv.sh reference)"
+  echo "NOT RUN: TESSEL_REFERENCE_PYTHON is unset or not an executable; export TESSEL_REFERENCE_PYTHON=\$(scripts/pyenv.sh reference)"
   exit 77
 fi
 exec "$py" "$(dirname "$0")/quant_aware.py" --tessel "$tessel"

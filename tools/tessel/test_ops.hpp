@@ -225,7 +225,7 @@ std::vector<const Case*> select_cases(const std::vector<Case>& all, const Option
 /// Per-case seed (the --seed mixed with the case's index).
 uint32_t case_seed(uint32_t seed, size_t index);
 
-/// Runs test mode; returns the number of failed cases.
+/// Runs test mode; returns the number of failed cases plus the subjects named with -b that ran none.
 int run_tests(const Options& opt);
 /// Runs perf mode (a table on stdout); returns the number of cases that ended in an error.
 int run_perf(const Options& opt);

@@ -112,7 +112,7 @@ void add_test_ops_command(CLI::App& app) {
             case test_ops::Mode::Test: {
                 const int failed = test_ops::run_tests(opt);
                 if (failed > 0)
-                    throw Error(ErrorCode::InvalidArgument, "test-ops: " + std::to_string(failed) + " case(s) failed");
+                    throw Error(ErrorCode::InvalidArgument, "test-ops: " + std::to_string(failed) + " failure(s) (cases, or a backend that ran none)");
                 break;
             }
             case test_ops::Mode::Perf: {

@@ -1,11 +1,12 @@
 // `tessel trace -f PROMPTS -o OUT.gguf [model flags]`: what a device computed, for numerical checks
 // against a float64 emulation (scripts/reference/quant_aware.py; docs/trace.md gives the format).
-// Each line of PROMPTS is one prompt (BOS added); each is decoded teacher-forced in a fresh cache,
+// Each non-blank line of PROMPTS is one prompt (BOS added when the model adds one); each is decoded teacher-forced in a fresh cache,
 // all tokens but the last as one ubatch (a prompt graph), then the last one alone (a decode graph),
 // and its logits at every position are written. The two graphs of the first prompt are written node
 // by node: every compute node's output and inputs as the node saw them, its op, op_params, device
 // and kernel. The context keeps every intermediate (Context::keep_intermediates), so nothing is
 // overwritten before it is read back.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <sstream>
@@ -105,8 +106,10 @@ void add_trace_command(CLI::App& app) {
         std::vector<std::string> prompts;
         {
             std::istringstream in(read_text_file(o->prompts));
-            for (std::string line; std::getline(in, line);)
-                if (!line.empty()) prompts.push_back(line);
+            for (std::string line; std::getline(in, line);) {
+                if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF files
+                if (line.find_first_not_of(" \t") != std::string::npos) prompts.push_back(line);
+            }
         }
         if (prompts.empty()) throw Error(ErrorCode::InvalidArgument, o->prompts + ": no prompt (one per line)");
         const LoadedModel loaded = load_model(o->model);
@@ -126,9 +129,12 @@ void add_trace_command(CLI::App& app) {
         for (size_t p = 0; p < prompts.size(); ++p) {
             const std::vector<int32_t> tokens = model->tokenize(prompts[p], true, false);
             if (tokens.size() < 2) throw Error(ErrorCode::InvalidArgument, o->prompts + ": prompt " + std::to_string(p + 1) + " has fewer than 2 tokens");
-            if (static_cast<int64_t>(tokens.size()) > ctx.n_ctx() || static_cast<int64_t>(tokens.size()) - 1 > o->model.n_ubatch)
-                throw Error(ErrorCode::InvalidArgument, o->prompts + ": prompt " + std::to_string(p + 1) + " has " +
-                                                            std::to_string(tokens.size()) + " tokens, more than -c or -ub + 1");
+            const auto n = static_cast<int64_t>(tokens.size());
+            if (n > ctx.n_ctx() || n - 1 > o->model.n_ubatch)
+                throw Error(ErrorCode::InvalidArgument, o->prompts + ": prompt " + std::to_string(p + 1) + " has " + std::to_string(n) +
+                                                            " tokens; -c " + std::to_string(ctx.n_ctx()) + " and -ub " +
+                                                            std::to_string(o->model.n_ubatch) + " take at most " +
+                                                            std::to_string(std::min(ctx.n_ctx(), o->model.n_ubatch + 1)));
             ctx.clear();
             std::vector<float> logits;
             auto decode = [&](size_t begin, size_t end) {
@@ -147,7 +153,7 @@ void add_trace_command(CLI::App& app) {
                          logits.size() * sizeof(float));
         }
         w.write_file(o->out);
-        std::fprintf(stderr, "tessel: wrote %s (%zu prompts)\n", o->out.c_str(), prompts.size());
+        std::fprintf(stderr, "tessel: wrote %s (%zu prompt%s)\n", o->out.c_str(), prompts.size(), prompts.size() == 1 ? "" : "s");
     });
 }
 
