@@ -39,6 +39,9 @@ inline constexpr uint64_t kMaxArrayItems = 1ull << 26;     ///< items of one arr
 inline constexpr uint32_t kMaxArrayDepth = 8;              ///< array nesting (an array of scalars is depth 1)
 inline constexpr uint64_t kMaxKeyValues = 1ull << 20;      ///< metadata entries
 inline constexpr uint64_t kMaxTensors = 1ull << 20;        ///< tensor infos
+/// Metadata memory of one file (keys, values, array items as Value::memory_bytes counts them
+/// roughly); TESSEL_GGUF_MAX_METADATA overrides it.
+inline constexpr uint64_t kDefaultMetadataBudget = 256ull << 20;
 
 /// Smallest possible on-disk sizes (bytes), used to bound declared counts by the bytes remaining.
 inline constexpr uint64_t kMinKeyValueBytes = 8 + 4 + 1;            // empty key, type, 1-byte value

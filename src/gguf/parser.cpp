@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <numeric>
@@ -17,6 +18,8 @@ namespace {
 /// Largest vector capacity reserved up front from a declared count (items); larger collections
 /// grow as their items are actually read, so memory follows the bytes consumed.
 constexpr uint64_t kMaxReserve = 1u << 16;
+/// Bytes read between two reports to the ConsumedFn while copying a large array.
+constexpr uint64_t kConsumedStep = 8u << 20;
 
 std::string num(uint64_t v) {
     return std::to_string(v);
@@ -24,7 +27,8 @@ std::string num(uint64_t v) {
 
 class Parser {
 public:
-    Parser(const uint8_t* data, size_t size, const std::string& name) : data_(data), size_(size), name_(name) {}
+    Parser(const uint8_t* data, size_t size, const std::string& name, uint64_t budget, const ConsumedFn& consumed)
+        : data_(data), size_(size), name_(name), budget_(budget), consumed_(consumed) {}
 
     ParsedFile run() {
         context_ = "header";
@@ -148,12 +152,30 @@ private:
                 return Value::f64(read<double>("a FLOAT64 value"));
             case ValueType::BOOL:
                 return Value::boolean(read<uint8_t>("a BOOL value") != 0);
-            case ValueType::STRING:
-                return Value::string(read_string("a string length", kMaxStringBytes));
+            case ValueType::STRING: {
+                Value v = Value::string(read_string("a string length", kMaxStringBytes));
+                charge(v.as_string().size());
+                return v;
+            }
             case ValueType::ARRAY:
                 return read_array(depth + 1);
         }
         fail(ErrorCode::GgufUnknownValueType, "unknown value type " + num(static_cast<uint32_t>(type)));
+    }
+
+    /// Tells the file's owner that the bytes before the current offset were read (and copied).
+    void report_consumed() {
+        if (consumed_) consumed_(pos_);
+        reported_ = pos_;
+    }
+
+    /// Counts `bytes` of metadata memory against the budget (TESSEL_GGUF_MAX_METADATA), before
+    /// they are allocated.
+    void charge(uint64_t bytes) {
+        used_ += bytes;
+        if (used_ > budget_)
+            fail(ErrorCode::GgufLimit, "the metadata needs more than tessel's budget of " + num(budget_) +
+                                           " bytes in memory (TESSEL_GGUF_MAX_METADATA)" + at());
     }
 
     Value read_array(uint32_t depth) {
@@ -162,6 +184,37 @@ private:
         ValueType element = read_value_type("an array element type");
         uint64_t count = read<uint64_t>("an array length");
         check_count(count, min_element_bytes(element), kMaxArrayItems, "array length");
+        if (const uint32_t size = value_type_fixed_size(element)) {  // the items' bytes, as stored
+            charge(count * size);
+            std::vector<uint8_t> bytes;
+            bytes.reserve(count * size);
+            for (uint64_t done = 0; done < count * size;) {  // in steps, telling the owner what was read
+                const uint64_t step = std::min<uint64_t>(count * size - done, kConsumedStep);
+                bytes.insert(bytes.end(), data_ + pos_, data_ + pos_ + step);
+                pos_ += step, done += step;
+                report_consumed();
+            }
+            return Value::packed_array(element, std::move(bytes));
+        }
+        if (element == ValueType::STRING) {
+            charge(count * sizeof(uint32_t));
+            std::string chars;
+            std::vector<uint32_t> ends;
+            ends.reserve(count);
+            for (uint64_t i = 0; i < count; ++i) {
+                const uint64_t len = read<uint64_t>("a string length");
+                check_count(len, 1, kMaxStringBytes, "a string length");
+                if (chars.size() + len > UINT32_MAX)
+                    fail(ErrorCode::GgufLimit, "a string array holds more than 4 GiB of text" + at());
+                charge(len);
+                chars.append(reinterpret_cast<const char*>(data_ + pos_), len);
+                pos_ += len;
+                ends.push_back(static_cast<uint32_t>(chars.size()));
+                if (pos_ - reported_ >= kConsumedStep) report_consumed();
+            }
+            return Value::string_array(std::move(chars), std::move(ends));
+        }
+        charge(count * sizeof(Value));
         std::vector<Value> items;
         items.reserve(std::min(count, kMaxReserve));
         for (uint64_t i = 0; i < count; ++i) items.push_back(read_value(element, depth));
@@ -174,6 +227,7 @@ private:
             context_ = "metadata entry #" + num(i);
             std::string key = read_string("a key length", kMaxKeyBytes);
             context_ = "key " + quote_for_message(key);
+            charge(sizeof(KeyValue) + key.size());
             ValueType type = read_value_type("the value type");
             Value value = read_value(type, 0);
             if (auto expected = well_known_key_mismatch(key, value))
@@ -318,9 +372,26 @@ private:
     uint64_t size_;
     const std::string& name_;
     uint64_t pos_ = 0;
+    uint64_t budget_;
+    uint64_t used_ = 0;  // metadata bytes charged so far
+    const ConsumedFn& consumed_;
+    uint64_t reported_ = 0;  // the last offset given to consumed_
     std::string context_;
     ParsedFile out_;
 };
+
+/// TESSEL_GGUF_MAX_METADATA: a positive number of bytes, else kDefaultMetadataBudget.
+uint64_t metadata_budget() {
+    const char* env = std::getenv("TESSEL_GGUF_MAX_METADATA");
+    if (!env) return kDefaultMetadataBudget;
+    const std::string text(env);
+    uint64_t v = 0;
+    bool ok = !text.empty() && text.size() <= 19 && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (ok) v = std::stoull(text);
+    if (!ok || v == 0)
+        throw Error(ErrorCode::InvalidArgument, "TESSEL_GGUF_MAX_METADATA: '" + text + "' is not a positive number of bytes");
+    return v;
+}
 
 }  // namespace
 
@@ -342,8 +413,8 @@ std::string quote_for_message(std::string_view s) {
     return out + "'";
 }
 
-ParsedFile parse_gguf(const uint8_t* data, size_t size, const std::string& name) {
-    return Parser(data, size, name).run();
+ParsedFile parse_gguf(const uint8_t* data, size_t size, const std::string& name, const ConsumedFn& consumed) {
+    return Parser(data, size, name, metadata_budget(), consumed).run();
 }
 
 }  // namespace tessel::gguf::detail

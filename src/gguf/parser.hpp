@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -22,9 +23,16 @@ struct ParsedFile {
     std::map<std::string, size_t, std::less<>> tensor_index;
 };
 
-/// Parses and validates `size` bytes of a GGUF file called `name` (used in messages).
-/// Throws tessel::Error with the GGUF ErrorCode of the first defect found.
-ParsedFile parse_gguf(const uint8_t* data, size_t size, const std::string& name);
+/// Called while large arrays are copied with the offset below which every byte has been read:
+/// File::open drops those pages of its mapping, so a file's metadata is not in memory twice.
+using ConsumedFn = std::function<void(uint64_t offset)>;
+
+/// Parses and validates `size` bytes of a GGUF file called `name` (used in messages). Metadata
+/// takes at most TESSEL_GGUF_MAX_METADATA bytes of memory (kDefaultMetadataBudget when unset).
+/// Throws tessel::Error with the GGUF ErrorCode of the first defect found (GgufLimit past the
+/// budget), and Error(InvalidArgument) naming TESSEL_GGUF_MAX_METADATA when its value is not a
+/// positive number of bytes.
+ParsedFile parse_gguf(const uint8_t* data, size_t size, const std::string& name, const ConsumedFn& consumed = {});
 
 /// `s` quoted and escaped for an error message, cut to at most 80 bytes of content.
 std::string quote_for_message(std::string_view s);

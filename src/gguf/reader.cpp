@@ -45,7 +45,14 @@ File File::open(const std::string& path) {
         data = static_cast<const uint8_t*>(p);
     }
     File file(data, size, size > 0, path);  // owns the mapping from here on, even if parsing throws
-    file.adopt(detail::parse_gguf(data, size, file.name_));
+    // Metadata is copied out while parsing; the pages of the mapping it was read from are dropped
+    // as the copy proceeds (they come back from the page cache if ever touched again), so a file
+    // of large arrays is not held in memory twice.
+    const long page = ::sysconf(_SC_PAGESIZE);
+    file.adopt(detail::parse_gguf(data, size, file.name_, [&](uint64_t offset) {
+        const uint64_t end = offset / static_cast<uint64_t>(page) * static_cast<uint64_t>(page);
+        if (end > 0) ::madvise(const_cast<uint8_t*>(data), end, MADV_DONTNEED);
+    }));
     return file;
 }
 

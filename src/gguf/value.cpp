@@ -1,7 +1,9 @@
 #include "gguf/value.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 
 #include "tessel/errors.hpp"
@@ -141,6 +143,14 @@ Value Value::string(std::string v) {
     return Value(ValueType::STRING, std::move(v));
 }
 
+/// An array's items: exactly one of the three forms is used, by element type.
+struct Value::Array {
+    std::vector<uint8_t> packed;  ///< fixed-size elements, as on disk
+    std::string chars;            ///< STRING elements: their bytes back to back
+    std::vector<uint32_t> ends;   ///< STRING elements: end offset of each in chars
+    std::vector<Value> nested;    ///< ARRAY elements
+};
+
 Value Value::array(ValueType element_type, std::vector<Value> items) {
     if (!is_value_type_id(static_cast<uint32_t>(element_type)))
         throw Error(
@@ -151,30 +161,90 @@ Value Value::array(ValueType element_type, std::vector<Value> items) {
             throw Error(ErrorCode::InvalidArgument, "GGUF array of " + std::string(value_type_name(element_type)) +
                                                         ": item " + std::to_string(i) + " is " +
                                                         value_type_name(items[i].type()));
-    Value v(ValueType::ARRAY, std::move(items));
+    auto arr = std::make_shared<Array>();
+    const uint32_t size = value_type_fixed_size(element_type);
+    if (element_type == ValueType::STRING) {
+        std::string chars;
+        std::vector<uint32_t> ends;
+        for (const Value& item : items) {
+            chars += std::get<std::string>(item.data_);
+            ends.push_back(static_cast<uint32_t>(std::min<size_t>(chars.size(), UINT32_MAX)));
+        }
+        return string_array(std::move(chars), std::move(ends));
+    } else if (element_type == ValueType::ARRAY) {
+        arr->nested = std::move(items);
+    } else {
+        arr->packed.resize(items.size() * size);
+        for (size_t i = 0; i < items.size(); ++i) {
+            const Storage& d = items[i].data_;
+            uint8_t* out = arr->packed.data() + i * size;
+            uint64_t bits = 0;
+            if (element_type == ValueType::FLOAT32) bits = std::bit_cast<uint32_t>(std::get<float>(d));
+            else if (element_type == ValueType::FLOAT64) bits = std::bit_cast<uint64_t>(std::get<double>(d));
+            else if (element_type == ValueType::BOOL) bits = std::get<bool>(d) ? 1 : 0;
+            else if (is_unsigned_int(element_type)) bits = std::get<uint64_t>(d);
+            else bits = static_cast<uint64_t>(std::get<int64_t>(d));
+            std::memcpy(out, &bits, size);  // little-endian host: the low bytes
+        }
+    }
+    Value v(ValueType::ARRAY, std::shared_ptr<const Array>(std::move(arr)));
     v.array_type_ = element_type;
     return v;
 }
 
+Value Value::packed_array(ValueType element_type, std::vector<uint8_t> bytes) {
+    const uint32_t size = is_value_type_id(static_cast<uint32_t>(element_type)) ? value_type_fixed_size(element_type) : 0;
+    if (size == 0)
+        throw Error(ErrorCode::InvalidArgument,
+                    std::string("GGUF packed array of ") + value_type_name(element_type) + ": not a fixed-size type");
+    if (bytes.size() % size != 0)
+        throw Error(ErrorCode::InvalidArgument, "GGUF packed array of " + std::string(value_type_name(element_type)) + ": " +
+                                                    std::to_string(bytes.size()) + " bytes is not a whole number of items");
+    auto arr = std::make_shared<Array>();
+    arr->packed = std::move(bytes);
+    Value v(ValueType::ARRAY, std::shared_ptr<const Array>(std::move(arr)));
+    v.array_type_ = element_type;
+    return v;
+}
+
+Value Value::string_array(std::string chars, std::vector<uint32_t> ends) {
+    uint64_t prev = 0;
+    if (chars.size() > UINT32_MAX)
+        throw Error(ErrorCode::InvalidArgument, "GGUF string array: " + std::to_string(chars.size()) + " bytes of text, more than 4 GiB");
+    for (uint64_t e : ends) {
+        if (e < prev || e > chars.size())
+            throw Error(ErrorCode::InvalidArgument, "GGUF string array: end offsets decrease or pass the characters");
+        prev = e;
+    }
+    auto arr = std::make_shared<Array>();
+    arr->chars = std::move(chars);
+    arr->ends = std::move(ends);
+    Value v(ValueType::ARRAY, std::shared_ptr<const Array>(std::move(arr)));
+    v.array_type_ = ValueType::STRING;
+    return v;
+}
+
 Value Value::strings(const std::vector<std::string>& items) {
-    std::vector<Value> values;
-    values.reserve(items.size());
-    for (const auto& s : items) values.push_back(string(s));
-    return array(ValueType::STRING, std::move(values));
+    std::string chars;
+    std::vector<uint32_t> ends;
+    ends.reserve(items.size());
+    for (const auto& s : items) {
+        chars += s;
+        ends.push_back(static_cast<uint32_t>(std::min<size_t>(chars.size(), UINT32_MAX)));
+    }
+    return string_array(std::move(chars), std::move(ends));
 }
 
 Value Value::f32s(const std::vector<float>& items) {
-    std::vector<Value> values;
-    values.reserve(items.size());
-    for (float f : items) values.push_back(f32(f));
-    return array(ValueType::FLOAT32, std::move(values));
+    std::vector<uint8_t> bytes(items.size() * sizeof(float));
+    std::memcpy(bytes.data(), items.data(), bytes.size());
+    return packed_array(ValueType::FLOAT32, std::move(bytes));
 }
 
 Value Value::i32s(const std::vector<int32_t>& items) {
-    std::vector<Value> values;
-    values.reserve(items.size());
-    for (int32_t i : items) values.push_back(i32(i));
-    return array(ValueType::INT32, std::move(values));
+    std::vector<uint8_t> bytes(items.size() * sizeof(int32_t));
+    std::memcpy(bytes.data(), items.data(), bytes.size());
+    return packed_array(ValueType::INT32, std::move(bytes));
 }
 
 uint64_t Value::as_u64() const {
@@ -227,9 +297,67 @@ ValueType Value::array_type() const {
     return array_type_;
 }
 
-const std::vector<Value>& Value::array() const {
+const Value::Array& Value::items() const {
     if (type_ != ValueType::ARRAY) wrong_type(type_, "ARRAY");
-    return std::get<std::vector<Value>>(data_);
+    return *std::get<std::shared_ptr<const Array>>(data_);
+}
+
+size_t Value::array_size() const {
+    const Array& a = items();
+    if (array_type_ == ValueType::STRING) return a.ends.size();
+    if (array_type_ == ValueType::ARRAY) return a.nested.size();
+    return a.packed.size() / value_type_fixed_size(array_type_);
+}
+
+Value Value::at(size_t i) const {
+    const Array& a = items();
+    if (i >= array_size())
+        throw Error(ErrorCode::InvalidArgument,
+                    "GGUF array item " + std::to_string(i) + " requested, the array has " + std::to_string(array_size()));
+    if (array_type_ == ValueType::STRING) return string(std::string(string_at(i)));
+    if (array_type_ == ValueType::ARRAY) return a.nested[i];
+    const uint32_t size = value_type_fixed_size(array_type_);
+    uint64_t bits = 0;
+    std::memcpy(&bits, a.packed.data() + i * size, size);
+    switch (array_type_) {
+        case ValueType::UINT8: return u8(static_cast<uint8_t>(bits));
+        case ValueType::INT8: return i8(static_cast<int8_t>(bits));
+        case ValueType::UINT16: return u16(static_cast<uint16_t>(bits));
+        case ValueType::INT16: return i16(static_cast<int16_t>(bits));
+        case ValueType::UINT32: return u32(static_cast<uint32_t>(bits));
+        case ValueType::INT32: return i32(static_cast<int32_t>(bits));
+        case ValueType::UINT64: return u64(bits);
+        case ValueType::INT64: return i64(static_cast<int64_t>(bits));
+        case ValueType::FLOAT32: return f32(std::bit_cast<float>(static_cast<uint32_t>(bits)));
+        case ValueType::FLOAT64: return f64(std::bit_cast<double>(bits));
+        default: return boolean(bits != 0);  // BOOL: any non-zero byte, as the reader reads a BOOL
+    }
+}
+
+std::string_view Value::string_at(size_t i) const {
+    const Array& a = items();
+    if (array_type_ != ValueType::STRING) wrong_type(array_type_, "an array of STRING");
+    if (i >= a.ends.size())
+        throw Error(ErrorCode::InvalidArgument,
+                    "GGUF array item " + std::to_string(i) + " requested, the array has " + std::to_string(a.ends.size()));
+    const uint64_t begin = i == 0 ? 0 : a.ends[i - 1];
+    return std::string_view(a.chars).substr(begin, a.ends[i] - begin);
+}
+
+const std::vector<uint8_t>& Value::packed_bytes() const {
+    const Array& a = items();
+    if (value_type_fixed_size(array_type_) == 0) wrong_type(array_type_, "an array of a fixed-size type");
+    return a.packed;
+}
+
+size_t Value::memory_bytes() const {
+    size_t bytes = sizeof(Value);
+    if (type_ == ValueType::STRING) return bytes + std::get<std::string>(data_).capacity();
+    if (type_ != ValueType::ARRAY) return bytes;
+    const Array& a = items();
+    bytes += sizeof(Array) + a.packed.capacity() + a.chars.capacity() + a.ends.capacity() * sizeof(uint32_t);
+    for (const Value& v : a.nested) bytes += v.memory_bytes();
+    return bytes;
 }
 
 bool Value::operator==(const Value& other) const {
@@ -241,8 +369,12 @@ bool Value::operator==(const Value& other) const {
         case ValueType::FLOAT64:
             return std::bit_cast<uint64_t>(std::get<double>(data_)) ==
                    std::bit_cast<uint64_t>(std::get<double>(other.data_));
-        case ValueType::ARRAY:
-            return array_type_ == other.array_type_ && array() == other.array();
+        case ValueType::ARRAY: {
+            if (array_type_ != other.array_type_) return false;
+            const Array& a = items();
+            const Array& b = other.items();
+            return a.packed == b.packed && a.chars == b.chars && a.ends == b.ends && a.nested == b.nested;
+        }
         default:
             return data_ == other.data_;
     }
@@ -274,13 +406,13 @@ std::string Value::to_string(size_t max_items) const {
         case ValueType::ARRAY:
             break;
     }
-    const auto& items = array();
+    const size_t n = array_size();
     std::string out = "[";
-    for (size_t i = 0; i < items.size() && i < max_items; ++i) {
+    for (size_t i = 0; i < n && i < max_items; ++i) {
         if (i) out += ", ";
-        out += items[i].to_string(max_items);
+        out += at(i).to_string(max_items);
     }
-    if (items.size() > max_items) out += ", ... (" + std::to_string(items.size()) + " items)";
+    if (n > max_items) out += ", ... (" + std::to_string(n) + " items)";
     out += "]";
     return out;
 }

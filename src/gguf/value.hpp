@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -44,8 +45,11 @@ inline bool is_value_type_id(uint32_t id) {
 /// On-disk size in bytes of a fixed-size (scalar) value type; 0 for STRING and ARRAY.
 uint32_t value_type_fixed_size(ValueType t);
 
-/// Any GGUF metadata value. Scalars keep their exact type (a UINT16 stays a UINT16); an array
-/// has one element type and a vector of Values of that type (arrays may nest).
+/// Any GGUF metadata value. Scalars keep their exact type (a UINT16 stays a UINT16); an array has
+/// one element type and keeps its items about as compactly as the file does: fixed-size items
+/// packed (their bytes as on disk, little-endian), strings in one buffer with their end offsets,
+/// nested arrays as Values. So a value's memory follows its bytes in the file (memory_bytes()).
+/// Copies of an array share its (immutable) items.
 class Value {
 public:
     // Factories, one per value type.
@@ -64,6 +68,13 @@ public:
     /// An array of `element_type`. Throws tessel::Error(InvalidArgument) when an item's type
     /// differs from element_type.
     static Value array(ValueType element_type, std::vector<Value> items);
+    /// An array of a fixed-size element type from its items' bytes as a file stores them
+    /// (value_type_fixed_size(element_type) bytes each). Throws InvalidArgument for STRING / ARRAY
+    /// elements or a byte count that is not a whole number of items.
+    static Value packed_array(ValueType element_type, std::vector<uint8_t> bytes);
+    /// A STRING array: item i is chars[ends[i - 1], ends[i]) (ends[-1] = 0). Throws InvalidArgument
+    /// when ends decrease or pass the end of chars (so one array holds less than 4 GiB of text).
+    static Value string_array(std::string chars, std::vector<uint32_t> ends);
     /// Convenience arrays: STRING, FLOAT32 and INT32 elements (tokenizer vocabularies).
     static Value strings(const std::vector<std::string>& items);
     static Value f32s(const std::vector<float>& items);
@@ -86,8 +97,21 @@ public:
     const std::string& as_string() const;
     /// Element type of an ARRAY. Throws tessel::Error(InvalidArgument) for non-arrays.
     ValueType array_type() const;
-    /// Items of an ARRAY. Throws tessel::Error(InvalidArgument) for non-arrays.
-    const std::vector<Value>& array() const;
+    /// Number of items of an ARRAY. Throws tessel::Error(InvalidArgument) for non-arrays.
+    size_t array_size() const;
+    /// Item i of an ARRAY, as a Value of the element type (a nested array shares its items).
+    /// Throws tessel::Error(InvalidArgument) for non-arrays and i >= array_size().
+    Value at(size_t i) const;
+    /// Item i of a STRING array, without a copy (valid while this value lives). Throws
+    /// InvalidArgument for other values and i >= array_size().
+    std::string_view string_at(size_t i) const;
+    /// The items of an array of a fixed-size type, packed as a file stores them. Throws
+    /// InvalidArgument for other values.
+    const std::vector<uint8_t>& packed_bytes() const;
+
+    /// Bytes this value takes in memory, its shared array items included: what the reader's
+    /// metadata budget counts.
+    size_t memory_bytes() const;
 
     /// Same type and same contents; floats compare by bit pattern (a NaN equals itself).
     bool operator==(const Value& other) const;
@@ -97,8 +121,10 @@ public:
     std::string to_string(size_t max_items = 8) const;
 
 private:
-    using Storage = std::variant<uint64_t, int64_t, float, double, bool, std::string, std::vector<Value>>;
+    struct Array;  // value.cpp
+    using Storage = std::variant<uint64_t, int64_t, float, double, bool, std::string, std::shared_ptr<const Array>>;
     Value(ValueType type, Storage data) : type_(type), data_(std::move(data)) {}
+    const Array& items() const;
 
     ValueType type_;
     ValueType array_type_ = ValueType::UINT8;  ///< element type when type_ == ARRAY

@@ -132,8 +132,13 @@ void put_value(ByteSink& s, const Value& v) {
             break;
         case ValueType::ARRAY:
             put_scalar(s, static_cast<uint32_t>(v.array_type()));
-            put_scalar<uint64_t>(s, v.array().size());
-            for (const Value& item : v.array()) put_value(s, item);
+            put_scalar<uint64_t>(s, v.array_size());
+            if (value_type_fixed_size(v.array_type()) != 0) {
+                const std::vector<uint8_t>& bytes = v.packed_bytes();  // the items as a file stores them
+                s.write(bytes.data(), bytes.size());
+            } else {
+                for (size_t i = 0; i < v.array_size(); ++i) put_value(s, v.at(i));
+            }
             break;
     }
 }

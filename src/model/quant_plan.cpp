@@ -95,7 +95,7 @@ int64_t key_first(const gguf::File& f, const std::string& key, int64_t fallback)
     if (!v) return fallback;
     try {
         if (v->type() != gguf::ValueType::ARRAY) return v->as_i64();
-        if (!v->array().empty()) return v->array().front().as_i64();
+        if (v->array_size() > 0) return v->at(0).as_i64();
     } catch (const Error&) {
     }
     throw Error(ErrorCode::BadModel, f.name() + ": key " + key + ": expected an integer or an array of integers");

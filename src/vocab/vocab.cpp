@@ -41,18 +41,18 @@ public:
     }
 
     /// An array whose elements are strings.
-    const std::vector<Value>& strings(const char* key) const {
+    const Value& strings(const char* key) const {
         const Value& v = require(key);
         if (v.type() != ValueType::ARRAY || v.array_type() != ValueType::STRING) wrong_type(key, v, "array of STRING");
-        return v.array();
+        return v;
     }
 
     /// An optional integer array (nullptr when absent).
-    const std::vector<Value>* integers(const char* key) const {
+    const Value* integers(const char* key) const {
         const Value* v = file_.find(key);
         if (!v) return nullptr;
         if (v->type() != ValueType::ARRAY || !is_integer(v->array_type())) wrong_type(key, *v, "array of integers");
-        return &v->array();
+        return v;
     }
 
     /// An optional token id, checked against the vocabulary size.
@@ -112,25 +112,25 @@ Vocab Vocab::load(const gguf::File& file) {
         keys.fail(ErrorCode::Unsupported, kPre,
                   "unknown pre-tokenizer '" + v.pre_ + "' (supported: " + supported_pre_tokenizers() + ")");
 
-    const std::vector<Value>& tokens = keys.strings(kTokens);
-    if (tokens.empty()) keys.fail(ErrorCode::InvalidArgument, kTokens, "the vocabulary is empty");
-    if (tokens.size() > static_cast<size_t>(std::numeric_limits<TokenId>::max()))
-        keys.fail(ErrorCode::InvalidArgument, kTokens, std::to_string(tokens.size()) + " tokens is too many");
-    const size_t n = tokens.size();
+    const Value& tokens = keys.strings(kTokens);
+    if (tokens.array_size() == 0) keys.fail(ErrorCode::InvalidArgument, kTokens, "the vocabulary is empty");
+    if (tokens.array_size() > static_cast<size_t>(std::numeric_limits<TokenId>::max()))
+        keys.fail(ErrorCode::InvalidArgument, kTokens, std::to_string(tokens.array_size()) + " tokens is too many");
+    const size_t n = tokens.array_size();
     v.texts_.reserve(n);
     v.ids_.reserve(n);
     for (size_t i = 0; i < n; ++i) {
-        v.texts_.push_back(tokens[i].as_string());
+        v.texts_.emplace_back(tokens.string_at(i));
         v.ids_.insert_or_assign(v.texts_.back(), static_cast<TokenId>(i));  // a repeated text: the last id wins
     }
 
     v.types_.assign(n, TokenType::Normal);
-    if (const std::vector<Value>* types = keys.integers(kTokenType)) {
-        if (types->size() != n)
+    if (const Value* types = keys.integers(kTokenType)) {
+        if (types->array_size() != n)
             keys.fail(ErrorCode::InvalidArgument, kTokenType,
-                      std::to_string(types->size()) + " entries for " + std::to_string(n) + " tokens");
+                      std::to_string(types->array_size()) + " entries for " + std::to_string(n) + " tokens");
         for (size_t i = 0; i < n; ++i) {
-            const int64_t t = (*types)[i].as_i64();
+            const int64_t t = types->at(i).as_i64();
             if (t < 0 || t > static_cast<int64_t>(TokenType::Byte))
                 keys.fail(ErrorCode::InvalidArgument, kTokenType,
                           "token " + std::to_string(i) + " has unknown type " + std::to_string(t));
@@ -138,10 +138,10 @@ Vocab Vocab::load(const gguf::File& file) {
         }
     }
 
-    const std::vector<Value>& merges = keys.strings(kMerges);
-    v.merges_.reserve(merges.size());
-    for (size_t i = 0; i < merges.size(); ++i) {
-        const std::string& m = merges[i].as_string();
+    const Value& merges = keys.strings(kMerges);
+    v.merges_.reserve(merges.array_size());
+    for (size_t i = 0; i < merges.array_size(); ++i) {
+        const std::string_view m = merges.string_at(i);
         const size_t space = m.empty() ? std::string::npos : m.find(' ', 1);
         if (space == std::string::npos)
             keys.fail(ErrorCode::InvalidArgument, kMerges,

@@ -19,7 +19,7 @@ uint64_t touch(const tessel::gguf::Value& v) {
             return v.as_string().size();
         case ValueType::ARRAY: {
             uint64_t sum = static_cast<uint32_t>(v.array_type());
-            for (const auto& item : v.array()) sum += touch(item);
+            for (size_t i = 0; i < v.array_size(); ++i) sum += touch(v.at(i));
             return sum;
         }
         case ValueType::BOOL:

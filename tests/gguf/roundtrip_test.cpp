@@ -95,11 +95,11 @@ TEST_P(RoundTripVersion, EveryValueTypeReadsBackEqual) {
     EXPECT_DOUBLE_EQ(f.find("t.f64")->as_f64(), 1.0 / 3.0);
     EXPECT_EQ(f.find("t.str_utf8")->as_string(), "h\xC3\xA9llo \xE4\xB8\x96\xE7\x95\x8C \xF0\x9F\xA6\x99");
     EXPECT_EQ(f.find("t.str_nul")->as_string().size(), 3u);
-    EXPECT_EQ(f.find("t.arr_str")->array().at(2).as_string(), "\xE2\x96\x81the");
+    EXPECT_EQ(f.find("t.arr_str")->at(2).as_string(), "\xE2\x96\x81the");
     const Value& nested = *f.find("t.nested");
     EXPECT_EQ(nested.array_type(), ValueType::ARRAY);
-    EXPECT_EQ(nested.array()[2].array()[0].array()[0].as_f32(), 2.0f);
-    EXPECT_EQ(nested.array()[1].array_type(), ValueType::STRING);
+    EXPECT_EQ(nested.at(2).at(0).at(0).as_f32(), 2.0f);
+    EXPECT_EQ(nested.at(1).array_type(), ValueType::STRING);
     EXPECT_EQ(f.find("general.architecture")->as_string(), "llama");
     EXPECT_EQ(f.find("missing.key"), nullptr);
 }

@@ -1,7 +1,9 @@
 // gguf::Value: factories, accessors and their type errors.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <limits>
+#include <vector>
 
 #include "gguf/format.hpp"
 #include "gguf/value.hpp"
@@ -59,7 +61,8 @@ TEST(GgufValue, OtherAccessorsRejectWrongTypes) {
     EXPECT_EQ(error_code([] { Value::u8(1).as_bool(); }), ErrorCode::InvalidArgument);
     EXPECT_EQ(Value::string("abc").as_string(), "abc");
     EXPECT_EQ(error_code([] { Value::u8(1).as_string(); }), ErrorCode::InvalidArgument);
-    EXPECT_EQ(error_code([] { Value::string("x").array(); }), ErrorCode::InvalidArgument);
+    EXPECT_EQ(error_code([] { Value::string("x").array_size(); }), ErrorCode::InvalidArgument);
+    EXPECT_EQ(error_code([] { Value::string("x").at(0); }), ErrorCode::InvalidArgument);
     EXPECT_EQ(error_code([] { Value::string("x").array_type(); }), ErrorCode::InvalidArgument);
     try {
         Value::string("x").as_u64();
@@ -72,8 +75,9 @@ TEST(GgufValue, ArraysCheckTheirItems) {
     Value a = Value::array(ValueType::INT16, {Value::i16(1), Value::i16(-2)});
     EXPECT_EQ(a.type(), ValueType::ARRAY);
     EXPECT_EQ(a.array_type(), ValueType::INT16);
-    ASSERT_EQ(a.array().size(), 2u);
-    EXPECT_EQ(a.array()[1].as_i64(), -2);
+    ASSERT_EQ(a.array_size(), 2u);
+    EXPECT_EQ(a.at(1).as_i64(), -2);
+    EXPECT_EQ(error_code([&] { a.at(2); }), ErrorCode::InvalidArgument);
     EXPECT_EQ(error_code([] { Value::array(ValueType::INT16, {Value::i32(1)}); }), ErrorCode::InvalidArgument);
     EXPECT_EQ(error_code([] { Value::array(static_cast<ValueType>(42), {}); }), ErrorCode::InvalidArgument);
 }
@@ -96,4 +100,30 @@ TEST(GgufValue, ToStringForDiagnostics) {
     EXPECT_EQ(Value::string("a\"b\n").to_string(), "\"a\\\"b\\x0a\"");
     EXPECT_EQ(Value::i32s({1, 2, 3}).to_string(2), "[1, 2, ... (3 items)]");
     EXPECT_EQ(Value::array(ValueType::ARRAY, {Value::strings({"x"})}).to_string(), "[[\"x\"]]");
+}
+
+// Arrays keep their items compactly (packed as on disk, strings in one buffer), whatever built them.
+TEST(GgufValue, ArraysAreCompactAndEqualAcrossForms) {
+    const Value built = Value::array(ValueType::FLOAT32, {Value::f32(1.5f), Value::f32(-0.0f)});
+    std::vector<uint8_t> bytes(8);
+    const float f[2] = {1.5f, -0.0f};
+    std::memcpy(bytes.data(), f, 8);
+    const Value packed = Value::packed_array(ValueType::FLOAT32, bytes);
+    EXPECT_EQ(built, packed);
+    EXPECT_EQ(packed.at(1).as_f32(), -0.0f);
+    EXPECT_EQ(packed.packed_bytes(), bytes);
+    EXPECT_EQ(error_code([] { Value::packed_array(ValueType::FLOAT32, std::vector<uint8_t>(6)); }), ErrorCode::InvalidArgument);
+    EXPECT_EQ(error_code([] { Value::packed_array(ValueType::STRING, {}); }), ErrorCode::InvalidArgument);
+
+    const Value strs = Value::strings({"a", "", "bcd"});
+    EXPECT_EQ(strs, Value::array(ValueType::STRING, {Value::string("a"), Value::string(""), Value::string("bcd")}));
+    EXPECT_EQ(strs.array_size(), 3u);
+    EXPECT_EQ(strs.string_at(2), "bcd");
+    EXPECT_EQ(strs.at(1).as_string(), "");
+    EXPECT_EQ(error_code([] { Value::string_array("ab", {2, 1}); }), ErrorCode::InvalidArgument);
+
+    // 2^20 UINT8 items take about their own bytes, not a Value each
+    const Value big = Value::packed_array(ValueType::UINT8, std::vector<uint8_t>(1 << 20, 7));
+    EXPECT_LT(big.memory_bytes(), (1u << 20) + 4096);
+    EXPECT_EQ(big.at(12345).as_u64(), 7u);
 }

@@ -78,7 +78,8 @@ protected:
     }
     static std::vector<std::string> prompts() {
         std::vector<std::string> out;
-        for (const auto& v : ref_->find("tessel.reference.prompts")->array()) out.push_back(v.as_string());
+        const gguf::Value& names = *ref_->find("tessel.reference.prompts");
+        for (size_t i = 0; i < names.array_size(); ++i) out.emplace_back(names.string_at(i));
         return out;
     }
     // Every compute node of a graph ran where the device claims it: on NPU0 for `npu` (the README:

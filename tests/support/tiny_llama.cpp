@@ -19,7 +19,7 @@ std::filesystem::path write_tiny_llama(const std::filesystem::path& path, const 
         const auto vocab = gguf::File::open(opt.vocab_from.string());
         for (const gguf::KeyValue& kv : vocab.metadata())
             if (kv.key.starts_with("tokenizer.")) w.set(kv.key, kv.value);
-        V = static_cast<int64_t>(vocab.find("tokenizer.ggml.tokens")->array().size());
+        V = static_cast<int64_t>(vocab.find("tokenizer.ggml.tokens")->array_size());
     }
     w.set("general.architecture", gguf::Value::string(opt.arch));
     w.set("general.name", gguf::Value::string("tiny-llama-test"));

@@ -34,7 +34,7 @@ const gguf::Value& meta(const gguf::File& f, const std::string& key) {
 
 std::vector<std::string> strings(const gguf::Value& v) {
     std::vector<std::string> out;
-    for (const auto& item : v.array()) out.push_back(item.as_string());
+    for (size_t i = 0; i < v.array_size(); ++i) out.emplace_back(v.string_at(i));
     return out;
 }
 

@@ -52,19 +52,19 @@ std::string scalar_text(const Value& v) {
 
 std::string value_text(const Value& v) {
     if (v.type() != ValueType::ARRAY) return scalar_text(v);
-    const auto& items = v.array();
+    const size_t n = v.array_size();
     std::string out = "[";
-    for (size_t i = 0; i < items.size() && i < kArrayPreview; ++i) {
+    for (size_t i = 0; i < n && i < kArrayPreview; ++i) {
         if (i) out += ", ";
-        out += value_text(items[i]);
+        out += value_text(v.at(i));
     }
-    if (items.size() > kArrayPreview) out += ", ... (" + std::to_string(items.size()) + " total)";
+    if (n > kArrayPreview) out += ", ... (" + std::to_string(n) + " total)";
     return out + "]";
 }
 
 std::string type_text(const Value& v) {
     if (v.type() != ValueType::ARRAY) return gguf::value_type_name(v.type());
-    return std::string("arr[") + gguf::value_type_name(v.array_type()) + "," + std::to_string(v.array().size()) + "]";
+    return std::string("arr[") + gguf::value_type_name(v.array_type()) + "," + std::to_string(v.array_size()) + "]";
 }
 
 nlohmann::ordered_json value_json(const Value& v, bool full) {
@@ -78,10 +78,10 @@ nlohmann::ordered_json value_json(const Value& v, bool full) {
         case ValueType::STRING: return v.as_string();
         case ValueType::ARRAY: {
             nlohmann::ordered_json values = nlohmann::ordered_json::array();
-            const auto& items = v.array();
-            const size_t n = full ? items.size() : std::min(items.size(), kJsonArrayPreview);
-            for (size_t i = 0; i < n; ++i) values.push_back(value_json(items[i], full));
-            return {{"array_type", gguf::value_type_name(v.array_type())}, {"length", items.size()}, {"values", values}};
+            const size_t size = v.array_size();
+            const size_t n = full ? size : std::min(size, kJsonArrayPreview);
+            for (size_t i = 0; i < n; ++i) values.push_back(value_json(v.at(i), full));
+            return {{"array_type", gguf::value_type_name(v.array_type())}, {"length", size}, {"values", values}};
         }
     }
     return nullptr;
