@@ -18,6 +18,7 @@ enum class ErrorCode {
     BadModel,            ///< a model file lacks a required key or tensor, or one has the wrong type/shape
     ContextFull,         ///< a batch does not fit in the free cells of the KV cache
     Device,              ///< an accelerator answered an error status, stopped answering or died
+    Environment,         ///< a TESSEL_* environment variable is empty or invalid (docs/config.md)
     // GGUF validation categories (see src/gguf/reader.hpp)
     GgufBadMagic,            ///< first 4 bytes are not "GGUF"
     GgufUnsupportedVersion,  ///< version other than 2 or 3

@@ -1,6 +1,7 @@
 // Architecture-neutral half of the CPU feature module: tiers, the cap, cpuinfo parsing and the
 // lazily initialised process-wide sets. Detection itself is in cpu_features_{x86,arm}.cpp.
 #include "core/cpu_features.hpp"
+#include "core/env.hpp"
 
 #include <array>
 #include <cstdio>
@@ -199,7 +200,7 @@ CpuFeatures apply_isa_env(const CpuFeatures& detected, const char* env_value) {
     try {
         return cap_cpu_features(detected, parse_tier_or_throw(env_value, detected.arch));
     } catch (const Error& e) {
-        throw Error(e.code(), "TESSEL_CPU_ISA=" + std::string(env_value) + ": " + e.what());
+        throw Error(ErrorCode::Environment, "TESSEL_CPU_ISA=" + std::string(env_value) + ": " + e.what());
     }
 }
 
@@ -248,11 +249,7 @@ CpuFeatures detect_once() {
 }
 
 const std::optional<std::string>& isa_env_once() {
-    static const std::optional<std::string> value = []() -> std::optional<std::string> {
-        const char* e = std::getenv("TESSEL_CPU_ISA");
-        if (!e) return std::nullopt;
-        return std::string(e);
-    }();
+    static const std::optional<std::string> value = env::get("TESSEL_CPU_ISA");
     return value;
 }
 

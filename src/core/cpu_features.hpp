@@ -133,7 +133,7 @@ CpuFeatures cap_cpu_features(const CpuFeatures& f, CpuTier cap);
 CpuFeatures normalize_cpu_features(CpuFeatures f);
 
 /// Applies the value of TESSEL_CPU_ISA (nullptr = unset) to detected features. Pure. Throws
-/// Error(InvalidArgument) with a message starting "TESSEL_CPU_ISA=<value>: " on an unknown or
+/// Error(Environment) with a message starting "TESSEL_CPU_ISA=<value>: " on an unknown or
 /// foreign tier name or a tier the CPU lacks.
 CpuFeatures apply_isa_env(const CpuFeatures& detected, const char* env_value);
 
@@ -144,7 +144,7 @@ std::string parse_cpuinfo_model(std::string_view cpuinfo);
 /// Detected features of this machine (computed once, thread-safe). Never throws.
 const CpuFeatures& cpu_features();
 
-/// cpu_features() capped by TESSEL_CPU_ISA (read once, thread-safe). Throws Error(InvalidArgument)
+/// cpu_features() capped by TESSEL_CPU_ISA (read once, thread-safe). Throws Error(Environment)
 /// on a bad value, on this and every later call.
 const CpuFeatures& usable_cpu_features();
 

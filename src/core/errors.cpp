@@ -27,6 +27,7 @@ const char* error_code_name(ErrorCode code) {
         case ErrorCode::BadModel: return "bad-model";
         case ErrorCode::ContextFull: return "context-full";
         case ErrorCode::Device: return "device";
+        case ErrorCode::Environment: return "environment";
     }
     return "unknown";
 }

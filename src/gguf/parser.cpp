@@ -1,4 +1,5 @@
 #include "gguf/parser.hpp"
+#include "core/env.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -380,18 +381,6 @@ private:
     ParsedFile out_;
 };
 
-/// TESSEL_GGUF_MAX_METADATA: a positive number of bytes, else kDefaultMetadataBudget.
-uint64_t metadata_budget() {
-    const char* env = std::getenv("TESSEL_GGUF_MAX_METADATA");
-    if (!env) return kDefaultMetadataBudget;
-    const std::string text(env);
-    uint64_t v = 0;
-    bool ok = !text.empty() && text.size() <= 19 && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
-    if (ok) v = std::stoull(text);
-    if (!ok || v == 0)
-        throw Error(ErrorCode::InvalidArgument, "TESSEL_GGUF_MAX_METADATA: '" + text + "' is not a positive number of bytes");
-    return v;
-}
 
 }  // namespace
 
@@ -411,6 +400,10 @@ std::string quote_for_message(std::string_view s) {
     }
     if (s.size() > kMaxShown) out += "...(" + num(s.size()) + " bytes)";
     return out + "'";
+}
+
+uint64_t metadata_budget() {
+    return env::whole_number("TESSEL_GGUF_MAX_METADATA", 1, UINT64_MAX, kDefaultMetadataBudget);
 }
 
 ParsedFile parse_gguf(const uint8_t* data, size_t size, const std::string& name, const ConsumedFn& consumed) {

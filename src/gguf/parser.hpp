@@ -30,9 +30,13 @@ using ConsumedFn = std::function<void(uint64_t offset)>;
 /// Parses and validates `size` bytes of a GGUF file called `name` (used in messages). Metadata
 /// takes at most TESSEL_GGUF_MAX_METADATA bytes of memory (kDefaultMetadataBudget when unset).
 /// Throws tessel::Error with the GGUF ErrorCode of the first defect found (GgufLimit past the
-/// budget), and Error(InvalidArgument) naming TESSEL_GGUF_MAX_METADATA when its value is not a
+/// budget), and Error(Environment) naming TESSEL_GGUF_MAX_METADATA when its value is not a
 /// positive number of bytes.
 ParsedFile parse_gguf(const uint8_t* data, size_t size, const std::string& name, const ConsumedFn& consumed = {});
+
+/// TESSEL_GGUF_MAX_METADATA (bytes), else kDefaultMetadataBudget. Throws Error(Environment)
+/// when it is empty or not a positive whole number.
+uint64_t metadata_budget();
 
 /// `s` quoted and escaped for an error message, cut to at most 80 bytes of content.
 std::string quote_for_message(std::string_view s);

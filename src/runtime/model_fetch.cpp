@@ -1,4 +1,5 @@
 #include "runtime/model_fetch.hpp"
+#include "core/env.hpp"
 
 #include <stdlib.h>
 
@@ -158,7 +159,7 @@ fs::path ensure_model(const ModelSource& source, const fs::path& dir) {
 
 fs::path resolve_model(const std::string& m_flag, const ModelSource& source) {
     if (!m_flag.empty()) return m_flag;
-    if (const char* env = std::getenv("TESSEL_MODEL"); env && *env) return env;
+    if (const auto model = env::get("TESSEL_MODEL")) return *model;
     return ensure_model(source, model_cache_dir());
 }
 

@@ -43,7 +43,7 @@ std::filesystem::path model_cache_dir();
 std::filesystem::path ensure_model(const ModelSource& source, const std::filesystem::path& dir);
 
 /// The model path a command should load: `m_flag` when non-empty (returned as given; the loader
-/// reports a missing file), else $TESSEL_MODEL when set and non-empty, else
+/// reports a missing file), else $TESSEL_MODEL when set (Error(Environment) when empty), else
 /// ensure_model(source, model_cache_dir()). Throws as ensure_model() and model_cache_dir().
 std::filesystem::path resolve_model(const std::string& m_flag, const ModelSource& source = default_model_source());
 

@@ -101,6 +101,37 @@ TEST_F(CliErrors, BadSamplingValueNamesTheFlag) {
     }
 }
 
+// An empty or invalid TESSEL_* value is a setting error like a bad flag: exit 2, one line naming
+// the variable, whichever layer reads it (CLI start, model load, GGUF reader, packed kernels).
+TEST_F(CliErrors, BadEnvironmentValueNamesTheVariable) {
+    const std::string model = tiny("m.gguf");
+    for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
+             {"TESSEL_CPU_ISA", ""}, {"TESSEL_CPU_ISA", "avx9"}, {"TESSEL_CPU_PACKED", ""}, {"TESSEL_CPU_PACKED", "2"},
+             {"TESSEL_CPU_CHUNK_MULT", "0"}, {"TESSEL_NPU_TIMEOUT_MS", "5"}, {"TESSEL_NPU_LINK", ""},
+             {"TESSEL_GGUF_MAX_METADATA", "0"}, {"TESSEL_GGUF_MAX_METADATA", "12k"}, {"TESSEL_GGUF_MAX_METADATA", ""}}) {
+        test::CliOptions o;
+        o.env = {name + "=" + value};
+        const CliResult r = run_tessel({"run", "-m", model, "-p", "hi", "-n", "2", "--temp", "0"}, o);
+        EXPECT_EQ(r.exit_code, 2) << name << "='" << value << "': " << r.err;
+        const auto lines = r.err_lines();
+        ASSERT_EQ(lines.size(), 1u) << name << "='" << value << "': " << r.err;
+        EXPECT_TRUE(lines[0].starts_with("tessel: error: " + name)) << lines[0];
+    }
+    test::CliOptions o;
+    o.env = {"TESSEL_MODEL="};  // without -m
+    const CliResult r = run_tessel({"run", "-p", "hi", "-n", "2"}, o);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("tessel: error: TESSEL_MODEL is set but empty"), std::string::npos) << r.err;
+}
+
+TEST_F(CliErrors, ConflictingFlagsAreAFlagError) {
+    const CliResult r = run_tessel({"run", "-m", tiny("m.gguf"), "-p", "hi", "-n", "2", "-ctv", "q8_0", "-fa", "off"});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    const auto lines = r.err_lines();
+    ASSERT_EQ(lines.size(), 1u) << r.err;
+    EXPECT_NE(lines[0].find("--cache-type-v q8_0 needs flash attention"), std::string::npos) << lines[0];
+}
+
 TEST_F(CliErrors, UnknownChatTemplateName) {
     const CliResult r = run_tessel({"run", "-m", tiny("m.gguf"), "--chat", "--chat-template", "vicuna9", "-p", "hi"});
     EXPECT_NE(r.exit_code, 0);

@@ -127,8 +127,20 @@ TEST_F(ModelFetch, FlagBeatsEnvBeatsCache) {
     EXPECT_TRUE(listing(cache_).empty()) << "nothing is fetched when -m or TESSEL_MODEL is given";
 }
 
+TEST_F(ModelFetch, EmptyEnvIsAnError) {
+    ScopedEnv model("TESSEL_MODEL", std::string());
+    try {
+        tessel::runtime::resolve_model("", source_);
+        ADD_FAILURE() << "an empty TESSEL_MODEL was accepted";
+    } catch (const tessel::Error& e) {
+        EXPECT_EQ(e.code(), tessel::ErrorCode::Environment);
+        EXPECT_NE(std::string(e.what()).find("TESSEL_MODEL is set but empty"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(tessel::runtime::resolve_model("flag.gguf", source_), fs::path("flag.gguf")) << "-m wins, TESSEL_MODEL unread";
+}
+
 TEST_F(ModelFetch, CachedVerifiedFileIsUsedWithoutPython) {
-    ScopedEnv model("TESSEL_MODEL", std::string());  // empty counts as unset
+    ScopedEnv model("TESSEL_MODEL", std::nullopt);
     ScopedEnv xdg("XDG_CACHE_HOME", (root_ / "cache").string());
     fs::create_directories(cache_);
     fs::copy_file(payload_, cache_ / "tiny.gguf");

@@ -14,6 +14,10 @@
 
 #include "commands.hpp"
 #include "core/cpu_features.hpp"
+#include "cpu/packed/buffer.hpp"
+#include "cpu/packed/kernel.hpp"
+#include "cpu/packed/mul_mat.hpp"
+#include "gguf/parser.hpp"
 #include "npu/host/config.hpp"
 #include "tessel/errors.hpp"
 
@@ -39,6 +43,17 @@ std::vector<std::string> rewrite_aliases(int argc, char** argv) {
     return args;
 }
 
+/// Reads every TESSEL_* setting the layers read later, so a bad value is reported before any
+/// command runs (docs/config.md). TESSEL_MODEL is read only by the commands that load a model.
+void check_environment() {
+    tessel::usable_cpu_features();  // TESSEL_CPU_ISA
+    tessel::npu::config_from_env();  // TESSEL_NPU_*
+    tessel::cpu::packed::packed_enabled();
+    tessel::cpu::packed::matrix_thread_cap();
+    tessel::cpu::packed::chunk_columns(1, 1);  // TESSEL_CPU_CHUNK_MULT
+    tessel::gguf::detail::metadata_budget();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -54,8 +69,7 @@ int main(int argc, char** argv) {
     tessel::cli::add_trace_command(app);
     tessel::cli::add_npu_device_command(app);
     try {
-        tessel::usable_cpu_features();  // reports a bad TESSEL_CPU_ISA before any command runs
-        tessel::npu::config_from_env();  // and a bad TESSEL_NPU_* value
+        check_environment();
         // The NPU's process link starts this binary as `tessel npu-device` (unless TESSEL_NPU_DEVICE_EXE).
         std::error_code ec;
         if (const auto self = std::filesystem::read_symlink("/proc/self/exe", ec); !ec) tessel::npu::set_self_executable(self.string());
@@ -67,8 +81,9 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "tessel: error: %s (see tessel --help)\n", e.what());
         return 2;
     } catch (const tessel::Error& e) {
+        // A bad TESSEL_* value is a setting the user gave, like a flag: exit 2 (README).
         std::fprintf(stderr, "tessel: error: %s\n", e.what());
-        return 1;
+        return e.code() == tessel::ErrorCode::Environment ? 2 : 1;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "tessel: internal error: %s\n", e.what());
         return 2;

@@ -109,6 +109,9 @@ std::string read_text_file(const std::string& path) {
 }
 
 LoadedModel load_model(const ModelOptions& o) {
+    // Flags that conflict are a usage error (exit 2), found before the model is read.
+    if (o.type_v == "q8_0" && o.flash_attn == "off")
+        throw CLI::ValidationError("--cache-type-v q8_0 needs flash attention: it cannot be used with -fa off");
     const auto path = runtime::resolve_model(o.model);
     const auto t0 = std::chrono::steady_clock::now();
     LoadedModel m;

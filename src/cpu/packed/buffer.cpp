@@ -1,4 +1,5 @@
 #include "cpu/packed/buffer.hpp"
+#include "core/env.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -230,10 +231,8 @@ bool PackedBufferType::supports_use(const Tensor& use) const { return supports_n
 bool packed_enabled() {
     int v = g_enabled.load();
     if (v < 0) {
-        const char* e = std::getenv("TESSEL_CPU_PACKED");
-        const std::string value = e ? e : "";
-        if (!value.empty() && value != "0" && value != "1")
-            throw Error(ErrorCode::InvalidArgument, "TESSEL_CPU_PACKED=" + value + ": expected 0 (weights stay unpacked) or 1");
+        const auto value = env::get("TESSEL_CPU_PACKED");
+        if (value && *value != "0" && *value != "1") env::invalid("TESSEL_CPU_PACKED", *value, "0 (weights stay unpacked) or 1");
         v = value == "0" ? 0 : 1;
         g_enabled.store(v);
     }

@@ -78,7 +78,7 @@ public:
 };
 
 /// Whether weights go to CPU_PACKED: false when TESSEL_CPU_PACKED=0 (read once; a value other
-/// than empty, 0 or 1 throws Error(InvalidArgument) naming it) or after set_packed_enabled(false)
+/// than 0 or 1, an empty one included, throws Error(Environment) naming it) or after set_packed_enabled(false)
 /// (the CLI's --no-packed).
 bool packed_enabled();
 void set_packed_enabled(bool on);

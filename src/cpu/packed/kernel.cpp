@@ -1,4 +1,5 @@
 #include "cpu/packed/kernel.hpp"
+#include "core/env.hpp"
 
 #include <cstdlib>
 #include <new>
@@ -44,16 +45,7 @@ std::vector<const Kernel*> chain(DType t, const CpuFeatures& f) {
 }
 
 int matrix_thread_cap() {
-    static const int cap = [] {
-        const char* v = std::getenv("TESSEL_CPU_MATRIX_THREADS");
-        if (!v || !*v) return 0;
-        char* end = nullptr;
-        const long n = std::strtol(v, &end, 10);
-        if (*end != '\0' || n < 0 || n > 1024)
-            throw Error(ErrorCode::InvalidArgument,
-                        std::string("TESSEL_CPU_MATRIX_THREADS=") + v + ": expected a thread count 0..1024 (0 = no cap)");
-        return static_cast<int>(n);
-    }();
+    static const int cap = static_cast<int>(env::whole_number("TESSEL_CPU_MATRIX_THREADS", 0, 1024, 0));  // 0: no cap
     return cap;
 }
 

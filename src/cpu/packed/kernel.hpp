@@ -95,8 +95,8 @@ bool usable(const Kernel& k, const CpuFeatures& f);
 std::vector<const Kernel*> chain(DType t, const CpuFeatures& f);
 
 /// The matrix-unit thread cap: TESSEL_CPU_MATRIX_THREADS (read once), 0 = no cap (the x86
-/// default: AMX is a per-core unit). Throws Error(InvalidArgument) naming the variable on a value
-/// that is not a non-negative integer.
+/// default: AMX is a per-core unit). Throws Error(Environment) naming the variable on a value
+/// that is not a whole number 0..1024.
 int matrix_thread_cap();
 
 /// The kernel(s) one op runs: `main` for M activation rows, and, when main is a matrix-unit kernel

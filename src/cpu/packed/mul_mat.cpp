@@ -1,4 +1,5 @@
 #include "cpu/packed/mul_mat.hpp"
+#include "core/env.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -326,15 +327,7 @@ std::string kernel_name(const Tensor& node, int nth) {
 }
 
 int64_t chunk_columns(int64_t N, int nth) {
-    static const int64_t env_mult = [] {
-        const char* v = std::getenv("TESSEL_CPU_CHUNK_MULT");
-        if (!v || !*v) return int64_t{0};
-        char* end = nullptr;
-        const long n = std::strtol(v, &end, 10);
-        if (*end != '\0' || n < 1 || n > 65536)
-            throw Error(ErrorCode::InvalidArgument, std::string("TESSEL_CPU_CHUNK_MULT=") + v + ": expected a group count 1..65536");
-        return static_cast<int64_t>(n);
-    }();
+    static const int64_t env_mult = static_cast<int64_t>(env::whole_number("TESSEL_CPU_CHUNK_MULT", 1, 65536, 0));
     const int64_t groups = (N + kGroupRows - 1) / kGroupRows;
     const int64_t mult = env_mult ? env_mult : std::max<int64_t>(1, groups / (4 * static_cast<int64_t>(nth)));
     return mult * kGroupRows;

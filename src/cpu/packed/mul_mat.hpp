@@ -44,7 +44,7 @@ void run(Tensor& node, ThreadContext& ctx, void* work);
 std::string kernel_name(const Tensor& node, int nth);
 
 /// Columns per chunk for N columns on nth threads (a multiple of kGroupRows): TESSEL_CPU_CHUNK_MULT
-/// groups when set (read once; Error(InvalidArgument) naming it on a value outside 1..65536), else
+/// groups when set (read once; Error(Environment) naming it on a value outside 1..65536), else
 /// about a quarter of a thread's share.
 int64_t chunk_columns(int64_t N, int nth);
 

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <regex>
 
+#include "core/env.hpp"
 #include "npu/device/device.h"
 #include "tessel/errors.hpp"
 
@@ -15,39 +16,16 @@ std::string& self_exe() {
     return path;
 }
 
-const char* env(const char* name) {
-    const char* v = std::getenv(name);
-    return v && *v ? v : nullptr;
-}
+[[noreturn]] void bad(const char* name, const std::string& value, const std::string& expected) { env::invalid(name, value, expected); }
 
-[[noreturn]] void bad(const char* name, const std::string& value, const std::string& expected) {
-    throw Error(ErrorCode::InvalidArgument, std::string(name) + "='" + value + "': expected " + expected);
-}
+uint64_t number(const char* name, uint64_t lo, uint64_t hi, uint64_t fallback) { return env::whole_number(name, lo, hi, fallback); }
 
-uint64_t number(const char* name, uint64_t lo, uint64_t hi, uint64_t fallback) {
-    const char* v = env(name);
-    if (!v) return fallback;
-    const std::string s(v);
-    uint64_t x = 0;
-    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), x);
-    if (ec != std::errc() || end != s.data() + s.size() || x < lo || x > hi)
-        bad(name, s, "a whole number from " + std::to_string(lo) + " to " + std::to_string(hi));
-    return x;
-}
-
-bool flag(const char* name) {
-    const char* v = env(name);
-    if (!v) return false;
-    const std::string s(v);
-    if (s == "0") return false;
-    if (s == "1") return true;
-    bad(name, s, "0 or 1");
-}
+bool flag(const char* name) { return env::flag(name, false); }
 
 uint32_t dma_mode() {
-    const char* v = env("TESSEL_NPU_DMA");
+    const auto v = env::get("TESSEL_NPU_DMA");
     if (!v) return 1;
-    const std::string s(v);
+    const std::string s(*v);
     if (s == "0") return 0;
     if (s == "1") return 1;
     if (s == "copy") return 2;
@@ -55,9 +33,9 @@ uint32_t dma_mode() {
 }
 
 uint32_t device_count() {
-    const char* v = env("TESSEL_NPU_DEVICES");
+    const auto v = env::get("TESSEL_NPU_DEVICES");
     if (!v) return 1;
-    const std::string s(v);
+    const std::string s(*v);
     if (std::regex_match(s, std::regex("[0-9]{1,2}"))) {
         const int n = std::stoi(s);
         if (n <= 16) return static_cast<uint32_t>(n);
@@ -77,9 +55,9 @@ uint32_t device_count() {
 }
 
 uint32_t fault_mode() {
-    const char* v = env("TESSEL_NPU_FAULT");
+    const auto v = env::get("TESSEL_NPU_FAULT");
     if (!v) return TSL_NPU_FAULT_NONE;
-    const std::string s(v);
+    const std::string s(*v);
     if (s == "none") return TSL_NPU_FAULT_NONE;
     if (s == "status") return TSL_NPU_FAULT_STATUS;
     if (s == "seq") return TSL_NPU_FAULT_SEQ;
@@ -91,9 +69,9 @@ uint32_t fault_mode() {
 
 /// TESSEL_NPU_MM_SELECT: a comma list of matrix, tiled, flat -> bits 1 << tsl_npu_mm_kernel.
 uint32_t mm_select() {
-    const char* v = env("TESSEL_NPU_MM_SELECT");
+    const auto v = env::get("TESSEL_NPU_MM_SELECT");
     if (!v) return 0;
-    const std::string s(v);
+    const std::string s(*v);
     uint32_t bits = 0;
     size_t start = 0;
     for (;;) {
@@ -113,8 +91,8 @@ uint32_t mm_select() {
 Config config_from_env() {
     Config c;
     c.n_devices = device_count();
-    if (const char* v = env("TESSEL_NPU_LINK")) {
-        const std::string s(v);
+    if (const auto v = env::get("TESSEL_NPU_LINK")) {
+        const std::string s(*v);
         if (s == "inproc") c.link = LinkKind::InProcess;
         else if (s == "process") c.link = LinkKind::Process;
         else bad("TESSEL_NPU_LINK", s, "inproc or process");
@@ -126,8 +104,8 @@ Config config_from_env() {
     c.timeout_ms = static_cast<uint32_t>(number("TESSEL_NPU_TIMEOUT_MS", 10, 3600000, c.timeout_ms));
     c.verbose = static_cast<int>(number("TESSEL_NPU_VERBOSE", 0, 2, 0));
     c.profile = flag("TESSEL_NPU_PROFILE");
-    if (const char* v = env("TESSEL_NPU_OPFILTER")) {
-        c.opfilter = v;
+    if (const auto v = env::get("TESSEL_NPU_OPFILTER")) {
+        c.opfilter = *v;
         try {
             std::regex check(c.opfilter);
         } catch (const std::regex_error& e) {
@@ -137,11 +115,11 @@ Config config_from_env() {
     c.hostbuf = flag("TESSEL_NPU_HOSTBUF");
     c.n_threads = static_cast<uint32_t>(number("TESSEL_NPU_THREADS", 1, 64, c.n_threads));
     c.vtcm_bytes = number("TESSEL_NPU_VTCM", 64ull << 10, 1ull << 30, c.vtcm_bytes);
-    c.matrix = !env("TESSEL_NPU_MATRIX") || flag("TESSEL_NPU_MATRIX");
+    c.matrix = env::flag("TESSEL_NPU_MATRIX", true);
     c.mm_select = mm_select();
     c.dma = dma_mode();
     c.fault = fault_mode();
-    if (const char* v = env("TESSEL_NPU_DEVICE_EXE")) c.device_exe = v;
+    if (const auto v = env::get("TESSEL_NPU_DEVICE_EXE")) c.device_exe = *v;
     else c.device_exe = self_exe();
     return c;
 }

@@ -1,5 +1,5 @@
 // Configuration of the NPU backend from TESSEL_NPU_* environment variables (docs/config.md,
-// docs/npu.md). Every value is validated: a bad one is a tessel::Error(InvalidArgument) naming the
+// docs/npu.md). Every value is validated: a bad one is a tessel::Error(Environment) naming the
 // variable and what it accepts, never silently replaced by a default.
 #pragma once
 
@@ -31,7 +31,7 @@ struct Config {
     std::string device_exe;          ///< TESSEL_NPU_DEVICE_EXE: the tessel binary for the process link
 };
 
-/// Reads the TESSEL_NPU_* variables. Throws tessel::Error(InvalidArgument) on a bad value.
+/// Reads the TESSEL_NPU_* variables. Throws tessel::Error(Environment) on a bad value.
 Config config_from_env();
 
 /// The link options a session of device `name` opens with under `cfg`.
