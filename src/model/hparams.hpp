@@ -31,7 +31,10 @@ struct Hparams {
 /// Reads the hyper-parameters of `file` (named in errors). Throws tessel::Error(Unsupported)
 /// "unknown architecture X" for an architecture other than llama, and tessel::Error(BadModel)
 /// naming the file and key when a required key is missing, has the wrong type or an impossible
-/// value (e.g. head_count not dividing embedding_length).
+/// value: an integer outside its range (context_length up to 2^24 tokens, embedding_length and
+/// head_count x key_length up to 2^18, block_count and head_count up to 2^12, key_length up to
+/// 2^14), head_count not dividing embedding_length, a float that is not finite or outside its
+/// range (rms epsilon 1e-30..1, rope.freq_base 1..1e12, rope.scaling.factor 1/1024..1024).
 Hparams read_hparams(const gguf::File& file);
 
 }  // namespace tessel::model

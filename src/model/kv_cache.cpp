@@ -38,8 +38,8 @@ KvCache::KvCache(const Hparams& hp, int64_t kv_size, DType type_k, DType type_v,
     for (int64_t il = 0; il < hp.n_layer; ++il)
         for (int which = 0; which < 2; ++which) {
             Tensor& x = tensors_.emplace_back();
-            x.set_shape(which == 0 ? type_k : type_v, {hp.n_embd_kv(), kv_size});
             x.name = (which == 0 ? "cache_k_l" : "cache_v_l") + std::to_string(il);
+            x.set_shape(which == 0 ? type_k : type_v, {hp.n_embd_kv(), kv_size});
             offsets.push_back(total);
             total += (bt.alloc_size(x) + align - 1) / align * align;
         }

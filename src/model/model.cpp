@@ -1,6 +1,9 @@
 #include "model/model.hpp"
 
+#include <algorithm>
+#include <array>
 #include <map>
+#include <string_view>
 
 #include "backend/weights.hpp"
 #include "model/llama.hpp"
@@ -12,20 +15,26 @@ Model::Model(gguf::File file, std::vector<Device*> devices) : file_(std::move(fi
 Model::~Model() = default;
 
 Tensor* Model::weight(const std::string& name, std::initializer_list<int64_t> ne, bool f32_only) {
+    const std::string what = file_.name() + ": tensor '" + name + "'";
     const gguf::TensorInfo* info = file_.find_tensor(name);
     if (!info) throw Error(ErrorCode::BadModel, file_.name() + ": missing tensor '" + name + "'");
+    std::array<int64_t, kMaxDims> expected{1, 1, 1, 1};
+    std::copy(ne.begin(), ne.end(), expected.begin());
+    auto dims = [](const int64_t* d) {
+        return "[" + std::to_string(d[0]) + ", " + std::to_string(d[1]) + ", " + std::to_string(d[2]) + ", " + std::to_string(d[3]) + "]";
+    };
+    if (!std::equal(expected.begin(), expected.end(), info->ne))
+        throw Error(ErrorCode::BadModel, what + " has shape " + dims(info->ne) + ", the hyper-parameters expect " + dims(expected.data()));
+    const DType type = info->type;
+    if (f32_only && type != DType::F32) throw Error(ErrorCode::BadModel, what + " has type " + dtype_name(type) + ", expected F32");
+    if (type == DType::I8 || type == DType::I16 || type == DType::I32 || type == DType::I64)
+        throw Error(ErrorCode::BadModel, what + " has the integer type " + std::string(dtype_name(type)) +
+                                             ", expected a float or quantized weight type");
+    if (!dtype_info(type).supported)
+        throw Error(ErrorCode::Unsupported, what + ": type " + std::string(dtype_name(type)) + " is not supported");
     Tensor& t = tensors_.emplace_back();
-    t.set_shape(info->type, ne);
     t.name = name;
-    for (int d = 0; d < kMaxDims; ++d)
-        if (info->ne[d] != t.ne[d])
-            throw Error(ErrorCode::BadModel, file_.name() + ": tensor '" + name + "' has shape [" + std::to_string(info->ne[0]) +
-                                                 ", " + std::to_string(info->ne[1]) + ", " + std::to_string(info->ne[2]) +
-                                                 ", " + std::to_string(info->ne[3]) + "], expected " + describe(t));
-    if (f32_only && info->type != DType::F32)
-        throw Error(ErrorCode::BadModel, file_.name() + ": tensor '" + name + "' has type " + dtype_name(info->type) +
-                                             ", expected F32");
-    require_supported(info->type, file_.name() + ": tensor '" + name + "'");
+    t.set_shape(type, ne);  // the reader has checked the file's shape against its type's block size
     return &t;
 }
 
@@ -56,7 +65,12 @@ std::shared_ptr<const Model> Model::load(const std::string& path, std::vector<De
         w.w_down = m->weight(b + "ffn_down.weight", {F, E});
         m->layers_.push_back(w);
     }
-    m->place_and_load();
+    try {
+        m->place_and_load();
+    } catch (const Error& e) {  // errors of the placement and loading layers, named by file
+        if (std::string_view(e.what()).starts_with(path + ": ")) throw;
+        throw Error(e.code(), path + ": " + e.what());
+    }
     return m;
 }
 
