@@ -1,6 +1,7 @@
 #include "backend/weights.hpp"
 
 #include <string>
+#include <vector>
 
 #include "tessel/errors.hpp"
 
@@ -75,7 +76,9 @@ void load_weight(const gguf::File& file, Tensor& t) {
     if (info->size != t.n_bytes())
         throw Error(ErrorCode::InvalidArgument, where + " holds " + std::to_string(info->size) + " bytes, expected " +
                                                     std::to_string(t.n_bytes()));
-    t.buffer->set_tensor(t, file.tensor_data(*info), 0, info->size);
+    std::vector<uint8_t> bytes;  // read, not mapped: a file truncated meanwhile is an error, not a SIGBUS
+    file.read_tensor(*info, bytes);
+    t.buffer->set_tensor(t, bytes.data(), 0, info->size);
 }
 
 }  // namespace tessel

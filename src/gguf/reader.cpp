@@ -25,7 +25,11 @@ struct FdGuard {
     }
 };
 
+void (*g_after_parse)(const std::string&) = nullptr;
+
 }  // namespace
+
+void detail::set_after_parse_hook(void (*hook)(const std::string& path)) { g_after_parse = hook; }
 
 File::File(const uint8_t* data, size_t size, bool owns_mapping, std::string name)
     : name_(std::move(name)), data_(data), size_(size), owns_mapping_(owns_mapping) {}
@@ -53,6 +57,9 @@ File File::open(const std::string& path) {
         const uint64_t end = offset / static_cast<uint64_t>(page) * static_cast<uint64_t>(page);
         if (end > 0) ::madvise(const_cast<uint8_t*>(data), end, MADV_DONTNEED);
     }));
+    file.fd_ = fd.fd;
+    fd.fd = -1;
+    if (g_after_parse) g_after_parse(path);
     return file;
 }
 
@@ -79,6 +86,7 @@ File::File(File&& other) noexcept
       data_(other.data_),
       size_(other.size_),
       owns_mapping_(other.owns_mapping_),
+      fd_(other.fd_),
       version_(other.version_),
       alignment_(other.alignment_),
       data_offset_(other.data_offset_),
@@ -87,6 +95,7 @@ File::File(File&& other) noexcept
       tensors_(std::move(other.tensors_)),
       tensor_index_(std::move(other.tensor_index_)) {
     other.owns_mapping_ = false;
+    other.fd_ = -1;
     other.data_ = nullptr;
     other.size_ = 0;
 }
@@ -98,6 +107,7 @@ File& File::operator=(File&& other) noexcept {
         data_ = other.data_;
         size_ = other.size_;
         owns_mapping_ = other.owns_mapping_;
+        fd_ = other.fd_;
         version_ = other.version_;
         alignment_ = other.alignment_;
         data_offset_ = other.data_offset_;
@@ -106,6 +116,7 @@ File& File::operator=(File&& other) noexcept {
         tensors_ = std::move(other.tensors_);
         tensor_index_ = std::move(other.tensor_index_);
         other.owns_mapping_ = false;
+        other.fd_ = -1;
         other.data_ = nullptr;
         other.size_ = 0;
     }
@@ -120,6 +131,31 @@ void File::release() noexcept {
     if (owns_mapping_ && data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
     owns_mapping_ = false;
     data_ = nullptr;
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+}
+
+void File::read_tensor(const TensorInfo& info, std::vector<uint8_t>& out) const {
+    out.resize(info.size);
+    const uint64_t start = data_offset_ + info.offset;
+    if (fd_ < 0) {
+        std::memcpy(out.data(), data_ + start, info.size);
+        return;
+    }
+    for (uint64_t done = 0; done < info.size;) {
+        const ssize_t n = ::pread(fd_, out.data() + done, info.size - done, static_cast<off_t>(start + done));
+        if (n < 0 && errno == EINTR) continue;
+        const std::string where = name_ + ": tensor '" + info.name + "'";
+        if (n < 0) throw Error(ErrorCode::Io, where + ": cannot read: " + std::strerror(errno));
+        if (n == 0) {
+            struct stat st {};
+            const std::string now = ::fstat(fd_, &st) == 0 ? std::to_string(st.st_size) : std::string("?");
+            throw Error(ErrorCode::Io, where + ": the file ends at byte " + now + ", the tensor needs bytes " +
+                                           std::to_string(start) + ".." + std::to_string(start + info.size) +
+                                           " (the file was truncated or replaced after it was opened)");
+        }
+        done += static_cast<uint64_t>(n);
+    }
 }
 
 const Value* File::find(std::string_view key) const {

@@ -36,6 +36,12 @@ namespace detail {
 struct ParsedFile;
 }
 
+namespace detail {
+/// Test hook: called by File::open with the path once the file is parsed (nullptr: none). Tests
+/// use it to change the file between parsing and reading weights, deterministically.
+void set_after_parse_hook(void (*hook)(const std::string& path));
+}  // namespace detail
+
 /// A parsed, fully validated GGUF file. Move-only; an opened file stays mapped until destroyed.
 class File {
 public:
@@ -77,8 +83,15 @@ public:
     const TensorInfo* find_tensor(std::string_view name) const;
 
     /// Pointer to the tensor's first byte inside the mapping (valid for info.size bytes).
-    /// `info` must come from this File's tensors().
+    /// `info` must come from this File's tensors(). Reading it faults (SIGBUS) if the file has
+    /// been truncated since open(): loaders use read_tensor().
     const uint8_t* tensor_data(const TensorInfo& info) const { return data_ + data_offset_ + info.offset; }
+
+    /// The tensor's info.size bytes, copied into `out` (resized). An opened file is read with
+    /// pread, not through its mapping, so a file truncated since open() gives tessel::Error(Io)
+    /// naming the file, the tensor and where the file now ends (instead of a SIGBUS); a
+    /// from_memory() file is copied from memory. `info` must come from this File's tensors().
+    void read_tensor(const TensorInfo& info, std::vector<uint8_t>& out) const;
 
 private:
     File(const uint8_t* data, size_t size, bool owns_mapping, std::string name);
@@ -89,6 +102,7 @@ private:
     const uint8_t* data_ = nullptr;
     size_t size_ = 0;
     bool owns_mapping_ = false;  ///< data_ is an mmap this File must munmap
+    int fd_ = -1;                ///< the opened file (read_tensor), -1 for from_memory()
 
     uint32_t version_ = 0;
     uint64_t alignment_ = 0;

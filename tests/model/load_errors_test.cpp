@@ -3,7 +3,10 @@
 // message about an unnamed tensor). The files are a tiny random llama rewritten with one change.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <optional>
@@ -17,6 +20,7 @@
 #include "model/model.hpp"
 #include "support/test_paths.hpp"
 #include "support/tiny_llama.hpp"
+#include "tessel/engine.hpp"
 #include "tessel/errors.hpp"
 
 namespace tessel {
@@ -133,6 +137,37 @@ INSTANTIATE_TEST_SUITE_P(Files, LoadErrors, ::testing::ValuesIn(cases()), [](con
 TEST(LoadErrors, TheUnchangedFileLoads) {
     EXPECT_NO_THROW(model::Model::load(rewritten("unchanged.gguf", {}), {&cpu::cpu_device()}));
 }
+
+// A file truncated after its tensor table was read (the reader's test hook cuts it in half right
+// after parsing): reading the weights ends in an error naming the tensor, not a SIGBUS.
+class TruncatedWhileLoading : public ::testing::TestWithParam<std::string> {
+protected:
+    void TearDown() override { gguf::detail::set_after_parse_hook(nullptr); }
+};
+
+TEST_P(TruncatedWhileLoading, IsAnErrorNamingTheTensor) {
+    test::TinyLlamaOptions opt;
+    opt.vocab = true;  // the public API loads the tokenizer too
+    const std::string path = test::write_tiny_llama(test::temp_dir() / "truncated.gguf", opt).string();
+    const auto full = std::filesystem::file_size(path);
+    gguf::detail::set_after_parse_hook([](const std::string& p) {
+        std::filesystem::resize_file(p, std::filesystem::file_size(p) / 2);
+    });
+    try {
+        Model::load(path, GetParam());
+        FAIL() << "loaded a file truncated to half";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::Io) << e.what();
+        const std::string expected = path + ": tensor '.*': the file ends at byte " + std::to_string(full / 2) +
+                                     ", the tensor needs bytes [0-9]+\\.\\.[0-9]+ \\(the file was truncated or replaced after it was opened\\)";
+        EXPECT_TRUE(std::regex_match(std::string(e.what()), std::regex(expected))) << e.what();
+    }
+    gguf::detail::set_after_parse_hook(nullptr);
+    std::filesystem::resize_file(path, full / 2);
+    EXPECT_THROW(Model::load(path, GetParam()), Error) << "a file that is truncated before it is opened";
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, TruncatedWhileLoading, ::testing::Values("cpu", "npu"));
 
 }  // namespace
 }  // namespace tessel
