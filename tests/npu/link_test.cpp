@@ -1,12 +1,15 @@
 // Both NPU links (src/npu/link) through one parameterized suite: control calls, batches answered in
 // order with profile records, the ring bound, every injected device fault ending in a clean status
-// within the timeout, and destruction with work outstanding. The process link starts the tessel
-// binary named by TESSEL_NPU_DEVICE_EXE (CTest sets it).
+// within the timeout (a device stuck inside an op too: the in-process one is abandoned), a long op
+// that makes progress never cut, and destruction with work outstanding. The process link starts
+// the tessel binary named by TESSEL_NPU_DEVICE_EXE (CTest sets it).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <cerrno>
 #include <chrono>
+#include <cmath>
+#include <thread>
 #include <cstdlib>
 #include <cstring>
 #include <algorithm>
@@ -74,6 +77,7 @@ public:
         ops_.push_back(op);
     }
     tsl_npu_tensor_desc& tensor(uint16_t i) { return tensors_[i]; }
+    tsl_npu_op_desc& op(size_t i) { return ops_[i]; }
 
     tsl_npu_batch_req finish(uint64_t seq) {
         const auto nb = static_cast<uint32_t>(bufs_.size());
@@ -302,6 +306,185 @@ TEST_P(NpuLink, FaultDieIsDeviceLost) {
     if (GetParam() == LinkKind::Process) {
         EXPECT_TRUE(no_children()) << "the dead device was not reaped";
     }
+}
+
+// Lets the ops a STUCK device holds in this process go when a test ends, however it ends, and waits
+// until an in-process device the link abandoned has returned and its memory is gone. (A process
+// link's stuck device is killed: nothing of it is in this process.)
+class StuckRelease {
+public:
+    StuckRelease() = default;
+    StuckRelease(const StuckRelease&) = delete;
+    StuckRelease& operator=(const StuckRelease&) = delete;
+    ~StuckRelease() {
+        tsl_npu_device_release_stuck();
+        const auto t0 = Clock::now();
+        while (abandoned_inproc_devices() != 0 && ms_since(t0) < 10000)
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        EXPECT_EQ(abandoned_inproc_devices(), 0u) << "released stuck device threads did not return";
+    }
+};
+
+// The STUCK fault holds the first op inside its kernel, blind to the cancel flag: the host cannot
+// stop it between ops. The error must still come within the timeout + 1 s; the in-process device
+// is then abandoned (threads detached, their memory kept), the process one killed.
+TEST_P(NpuLink, FaultStuckInOpTimesOutWithinTheBound) {
+    StuckRelease release;  // declared first: runs after the link is gone
+    auto link = open(TSL_NPU_FAULT_STUCK, kFaultTimeoutMs);
+    ASSERT_EQ(link->map(queue_, 0), TSL_NPU_OK);
+    ASSERT_EQ(link->submit(queue_, nop_batch(0, 1, 4)), TSL_NPU_OK);
+    const auto t0 = Clock::now();
+    tsl_npu_batch_rsp rsp{};
+    EXPECT_EQ(link->receive(&rsp), TSL_NPU_ERR_TIMEOUT);
+    const int64_t waited = ms_since(t0);
+    EXPECT_GE(waited, kFaultTimeoutMs);
+    EXPECT_LE(waited, kFaultTimeoutMs + 1000) << "a device stuck in an op held the host past timeout + 1 s";
+    std::printf("[ stuck op ] %s link: TIMEOUT after %lld ms (TESSEL_NPU_TIMEOUT_MS %u)\n",
+                GetParam() == LinkKind::InProcess ? "in-process" : "process", static_cast<long long>(waited),
+                kFaultTimeoutMs);
+    if (GetParam() == LinkKind::InProcess) {
+        EXPECT_EQ(abandoned_inproc_devices(), 1u) << "the stuck device was not abandoned";
+    } else {
+        EXPECT_TRUE(no_children()) << "the stuck device process was not killed and reaped";
+    }
+    // The link is dead: every call fails at once, none touches the stuck device.
+    const auto t1 = Clock::now();
+    EXPECT_EQ(link->submit(queue_, nop_batch(1, 2)), TSL_NPU_ERR_TIMEOUT);
+    EXPECT_EQ(link->receive(&rsp), TSL_NPU_ERR_TIMEOUT);
+    EXPECT_EQ(link->map(data_, 0), TSL_NPU_ERR_TIMEOUT);
+    EXPECT_EQ(link->unmap(queue_), TSL_NPU_ERR_TIMEOUT);
+    link.reset();  // no join of the abandoned threads
+    EXPECT_LT(ms_since(t1), 100);
+}
+
+// A control call waits for the device mutex, which the running batch holds (in the device process
+// too): behind a stuck batch it ends the same way.
+TEST_P(NpuLink, FaultStuckBlocksAMapUntilTheTimeout) {
+    StuckRelease release;
+    auto link = open(TSL_NPU_FAULT_STUCK, kFaultTimeoutMs);
+    ASSERT_EQ(link->map(queue_, 0), TSL_NPU_OK);
+    ASSERT_EQ(link->submit(queue_, nop_batch(0, 1)), TSL_NPU_OK);
+    // Until the device has taken the batch, maps and unmaps go through.
+    int32_t status = TSL_NPU_OK;
+    int64_t waited = 0;
+    for (const auto start = Clock::now(); status == TSL_NPU_OK && ms_since(start) < 5000;) {
+        for (bool map : {true, false}) {
+            const auto t0 = Clock::now();
+            status = map ? link->map(data_, 0) : link->unmap(data_);
+            waited = ms_since(t0);
+            if (status != TSL_NPU_OK) break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    EXPECT_EQ(status, TSL_NPU_ERR_TIMEOUT);
+    EXPECT_LE(waited, kFaultTimeoutMs + 1000);
+    if (GetParam() == LinkKind::InProcess) {
+        EXPECT_EQ(abandoned_inproc_devices(), 1u);
+    } else {
+        EXPECT_TRUE(no_children()) << "the stuck device process was not killed and reaped";
+    }
+    tsl_npu_batch_rsp rsp{};
+    EXPECT_EQ(link->receive(&rsp), TSL_NPU_ERR_TIMEOUT);
+}
+
+TEST_P(NpuLink, DestroyWithAStuckBatch) {
+    StuckRelease release;
+    auto link = open(TSL_NPU_FAULT_STUCK);  // a 10 s timeout: only the destructor ends it
+    ASSERT_EQ(link->map(queue_, 0), TSL_NPU_OK);
+    for (uint32_t i = 0; i < 3; ++i) ASSERT_EQ(link->submit(queue_, nop_batch(i, i + 1)), TSL_NPU_OK);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the device is in the first batch's op
+    const auto t0 = Clock::now();
+    link.reset();
+    EXPECT_LT(ms_since(t0), 3000);
+    if (GetParam() == LinkKind::InProcess) {
+        EXPECT_EQ(abandoned_inproc_devices(), 1u);
+    }
+}
+
+// A MUL_MAT whose one op runs several times TESSEL_NPU_TIMEOUT_MS while its workers beat per chunk
+// of work: it must complete. Sized by a first run, so that it takes ~4 timeouts in any build
+// (release or sanitizer) while a chunk stays far below one: F32 weights [K, N] and activations
+// [K, 16], each one row repeated (row stride 0), so the memory is the result's alone.
+class LongMatmul {
+public:
+    static constexpr int64_t kK = 8192, kM = 16, kMaxN = 32 * 4096;
+
+    // Runs N = 32 * row_tiles rows on `link`; returns the op's device time in ms (0 on a failure,
+    // recorded by gtest).
+    double run(Link& link, ShmBuffer& queue, int64_t row_tiles) {
+        const int64_t n = 32 * row_tiles;
+        auto* in = reinterpret_cast<float*>(data_.data());
+        for (int64_t i = 0; i < kK; ++i) {
+            in[i] = 0.5f;       // the weight row
+            in[kK + i] = 0.25f;  // the activation row
+        }
+        BlockWriter w(queue, 0);
+        const uint32_t buf = w.add_buf(data_);
+        const uint16_t wt = w.add_f32_row(buf, 0, kK), x = w.add_f32_row(buf, kK * 4, kK);
+        const uint16_t d = w.add_f32_row(buf, 2 * kK * 4, n * kM);
+        w.tensor(wt).ne[1] = n;
+        w.tensor(wt).nb[1] = 0;
+        w.tensor(x).ne[1] = kM;
+        w.tensor(x).nb[1] = 0;
+        tsl_npu_tensor_desc& td = w.tensor(d);
+        td.ne[0] = n;
+        td.ne[1] = kM;
+        td.nb[1] = static_cast<uint64_t>(n) * 4;
+        td.nb[2] = td.nb[3] = td.size;
+        w.add_op(TSL_NPU_OP_MUL_MAT, {wt, x}, {d});
+        const tsl_npu_kparams_header h{static_cast<uint32_t>(tsl_npu_matmul_scratch(TSL_NPU_MM_FLAT, 0, 0, kK, kM, 0, 2)), 0};
+        const tsl_npu_matmul_kparams kp{TSL_NPU_MM_FLAT, 0};
+        std::memcpy(w.op(0).kparams, &h, sizeof h);
+        std::memcpy(w.op(0).kparams + TSL_NPU_KPARAMS_BODY, &kp, sizeof kp);
+        const tsl_npu_batch_req req = w.finish(++seq_);
+        if (link.submit(queue, req) != TSL_NPU_OK) {
+            ADD_FAILURE() << "submit";
+            return 0;
+        }
+        tsl_npu_batch_rsp rsp{};
+        const int32_t got = link.receive(&rsp);
+        EXPECT_EQ(got, TSL_NPU_OK) << tsl_npu_status_name(static_cast<uint32_t>(got)) << " after "
+                                   << row_tiles << " row tiles";
+        EXPECT_EQ(rsp.status, static_cast<uint32_t>(TSL_NPU_OK));
+        if (got != TSL_NPU_OK || rsp.status != TSL_NPU_OK) return 0;
+        const float* out = reinterpret_cast<const float*>(data_.data() + 2 * kK * 4);
+        const float want = 0.125f * static_cast<float>(kK);  // exact in float
+        for (int64_t i : {int64_t{0}, n - 1, n * kM / 2, n * kM - 1}) EXPECT_EQ(out[i], want) << "element " << i;
+        const tsl_npu_profile& p = w.profile(req)[0];
+        return static_cast<double>(p.stop_ns - p.start_ns) / 1e6;
+    }
+
+    ShmBuffer& data() { return data_; }
+
+private:
+    ShmBuffer data_{"test-long-matmul", static_cast<size_t>(2 * kK + kMaxN * kM) * sizeof(float)};
+    uint64_t seq_ = 0;
+};
+
+TEST_P(NpuLink, LongOpThatProgressesIsNotCut) {
+    constexpr int64_t kProbeTiles = 64;
+    LongMatmul mm;
+    double probe_ms = 0;
+    {
+        auto link = open();  // the default 10 s: only measures
+        ASSERT_EQ(link->map(queue_, 0), TSL_NPU_OK);
+        ASSERT_EQ(link->map(mm.data(), 0), TSL_NPU_OK);
+        probe_ms = mm.run(*link, queue_, kProbeTiles);
+        ASSERT_GT(probe_ms, 0.0);
+    }
+    // The timeout: 100 ms, or more in a slow (sanitizer) build, where a worker's item (32 rows x 16
+    // columns x K: one beat) must stay far below it, or the test would prove nothing.
+    const double item_ms = probe_ms * 2 / kProbeTiles;
+    const auto timeout_ms = static_cast<uint32_t>(std::max(100.0, std::ceil(8 * item_ms)));
+    const int64_t tiles = std::clamp<int64_t>(static_cast<int64_t>(std::ceil(kProbeTiles * 4.0 * timeout_ms / probe_ms)),
+                                              kProbeTiles, LongMatmul::kMaxN / 32);
+    auto link = open(TSL_NPU_FAULT_NONE, timeout_ms);
+    ASSERT_EQ(link->map(queue_, 0), TSL_NPU_OK);
+    ASSERT_EQ(link->map(mm.data(), 0), TSL_NPU_OK);
+    const double op_ms = mm.run(*link, queue_, tiles);
+    std::printf("[ long op  ] one MUL_MAT of %lld row tiles: %.0f ms on the device, timeout %u ms\n",
+                static_cast<long long>(tiles), op_ms, timeout_ms);
+    EXPECT_GE(op_ms, 2.0 * timeout_ms) << "the op was not long enough to prove anything";
 }
 
 TEST_P(NpuLink, DestroyWithBatchesOutstanding) {

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backend/backend.hpp"
@@ -246,8 +247,21 @@ struct FaultCase {
 
 class NpuFault : public ::testing::TestWithParam<std::tuple<LinkKind, FaultCase>> {};
 
+// At the end of a test: frees the ops a STUCK in-process device still holds and waits until the
+// device the session abandoned has returned and its memory is gone.
+struct ReleaseStuckOps {
+    ~ReleaseStuckOps() {
+        tsl_npu_device_release_stuck();
+        const auto t0 = std::chrono::steady_clock::now();
+        while (abandoned_inproc_devices() != 0 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10))
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        EXPECT_EQ(abandoned_inproc_devices(), 0u);
+    }
+};
+
 TEST_P(NpuFault, EndsInOneCleanError) {
     const auto [kind, fc] = GetParam();
+    ReleaseStuckOps release;  // declared before the device: runs after it is gone
     Config cfg = test_config(kind);
     cfg.fault = fc.fault;
     cfg.timeout_ms = 300;
@@ -270,6 +284,14 @@ TEST_P(NpuFault, EndsInOneCleanError) {
     EXPECT_NE(message.find(fc.status), std::string::npos) << message;
     EXPECT_NE(message.find("NPU0"), std::string::npos) << message;
     EXPECT_LT(seconds, 5.0);
+    if (std::string(fc.status) == "TIMEOUT") {
+        // A device that stops making progress (stuck inside an op too) ends within the timeout + 1 s.
+        EXPECT_LE(seconds, cfg.timeout_ms / 1000.0 + 1.0);
+        EXPECT_NE(message.find("(no progress within TESSEL_NPU_TIMEOUT_MS=300)"), std::string::npos) << message;
+    }
+    if (fc.fault == TSL_NPU_FAULT_STUCK && kind == LinkKind::InProcess) {
+        EXPECT_EQ(abandoned_inproc_devices(), 1u) << "the stuck device was not abandoned";
+    }
     // The failure is remembered: the next compute fails at once with the same error.
     try {
         backend->graph_compute({&y});
@@ -278,6 +300,7 @@ TEST_P(NpuFault, EndsInOneCleanError) {
         EXPECT_EQ(std::string(e.what()), message);
     }
     EXPECT_THROW(backend->synchronize(), Error);
+    EXPECT_THROW(dev.buffer_type().alloc_buffer(4096), Error);  // a lost session maps nothing more
 }
 
 std::string link_name(LinkKind k) { return k == LinkKind::InProcess ? "InProcess" : "Process"; }
@@ -290,6 +313,7 @@ std::vector<std::tuple<LinkKind, FaultCase>> fault_cases() {
     const FaultCase faults[] = {{"Status", TSL_NPU_FAULT_STATUS, "INJECTED"},
                                 {"Sequence", TSL_NPU_FAULT_SEQ, "PROTOCOL"},
                                 {"Hang", TSL_NPU_FAULT_HANG, "TIMEOUT"},
+                                {"Stuck", TSL_NPU_FAULT_STUCK, "TIMEOUT"},
                                 {"Die", TSL_NPU_FAULT_DIE, "DEVICE_LOST"},
                                 {"BadDescriptor", TSL_NPU_FAULT_BAD_DESC, "BAD_DESC"}};
     std::vector<std::tuple<LinkKind, FaultCase>> out;

@@ -89,7 +89,8 @@ void tsl_npu_device_release(tsl_npu_device* d) {
 static int cancelled(volatile const uint32_t* cancel) { return cancel && __atomic_load_n(cancel, __ATOMIC_ACQUIRE) != 0; }
 
 static void beat(volatile uint64_t* heartbeat) {
-    if (heartbeat) __atomic_store_n(heartbeat, __atomic_load_n(heartbeat, __ATOMIC_RELAXED) + 1, __ATOMIC_RELEASE);
+    /* an add, not a store: the workers of a running op beat the same counter (tsl_npu_op_progress) */
+    if (heartbeat) __atomic_fetch_add(heartbeat, 1u, __ATOMIC_RELEASE);
 }
 
 /* The HANG fault: no progress and no answer until the host cancels (at once without a cancel flag,
@@ -97,6 +98,35 @@ static void beat(volatile uint64_t* heartbeat) {
 static int32_t hang(const tsl_npu_device* d, volatile const uint32_t* cancel) {
     while (cancel && !cancelled(cancel)) d->platform.idle(d->platform.ctx);
     return TSL_NPU_ERR_CANCELLED;
+}
+
+/* The STUCK fault: bumped by tsl_npu_device_release_stuck; a stuck op leaves once it changes. */
+static uint32_t g_stuck_releases;
+
+void tsl_npu_device_release_stuck(void) { __atomic_fetch_add(&g_stuck_releases, 1u, __ATOMIC_ACQ_REL); }
+
+typedef struct stuck_job {
+    const tsl_npu_platform* platform;
+    uint32_t release; /* g_stuck_releases when the op started */
+} stuck_job;
+
+/* Each worker of a stuck op: a loop that never looks at the cancel flag and never beats. It naps
+ * (the platform's idle) rather than spins, so a stuck test device does not take the cores. */
+static void stuck_work(void* arg, uint32_t worker, uint32_t n_workers) {
+    const stuck_job* j = (const stuck_job*)arg;
+    (void)worker;
+    (void)n_workers;
+    while (__atomic_load_n(&g_stuck_releases, __ATOMIC_ACQUIRE) == j->release) j->platform->idle(j->platform->ctx);
+}
+
+/* Runs in place of an op's kernel, on every worker, as a kernel that loops forever would. */
+static int32_t stuck_op(const tsl_npu_platform* p) {
+    stuck_job j = {p, __atomic_load_n(&g_stuck_releases, __ATOMIC_ACQUIRE)};
+    if (p->parallel && p->n_threads > 1)
+        p->parallel(p->ctx, stuck_work, &j);
+    else
+        stuck_work(&j, 0, 1);
+    return TSL_NPU_ERR_INJECTED;
 }
 
 /* Runs the ops of a checked batch in order; stops at the first failure or at a cancel. */
@@ -116,7 +146,9 @@ static int32_t run_ops(tsl_npu_device* d, const tsl_npu_batch* b, tsl_npu_batch_
         tsl_npu_batch_resolve(b, p, i, &c);
         tsl_npu_vtcm_reset(&d->vtcm, tsl_npu_op_scratch(&b->ops[i]));
         c.vtcm = &d->vtcm;
-        const int32_t status = tsl_npu_op_lookup(b->ops[i].opcode)->run(&c);
+        c.heartbeat = heartbeat;
+        const int32_t status = d->fault == TSL_NPU_FAULT_STUCK && i == 0 ? stuck_op(p)
+                                                                          : tsl_npu_op_lookup(b->ops[i].opcode)->run(&c);
         prof->cycles = p->cycles(p->ctx) - cycles0;
         prof->stop_ns = p->now_ns(p->ctx);
         prof->counters[0] = c.bytes;

@@ -84,8 +84,16 @@ enum tsl_npu_fault {
     TSL_NPU_FAULT_SEQ = 2,    /* answer with seq + 1000 */
     TSL_NPU_FAULT_HANG = 3,   /* never answer and stop the heartbeat (until cancelled) */
     TSL_NPU_FAULT_DIE = 4,    /* the device process exits in the middle of a batch (link's job) */
-    TSL_NPU_FAULT_BAD_DESC = 5 /* host side: the session corrupts a tensor offset before sending */
+    TSL_NPU_FAULT_BAD_DESC = 5, /* host side: the session corrupts a tensor offset before sending */
+    TSL_NPU_FAULT_STUCK = 6     /* the first op of every batch never returns: its workers loop inside the
+                                   op, blind to the cancel flag, without a heartbeat, until
+                                   tsl_npu_device_release_stuck() (tests only; never, in a device process) */
 };
+
+/* Lets every op the STUCK fault holds in this process finish (the op then answers
+ * TSL_NPU_ERR_INJECTED); a STUCK op that starts later is held again. Only tests call it, to free
+ * the threads of an in-process device the host abandoned. Safe from any thread. */
+void tsl_npu_device_release_stuck(void);
 
 typedef struct tsl_npu_device {
     tsl_npu_platform platform;
@@ -120,8 +128,10 @@ void tsl_npu_device_release(tsl_npu_device* d);
 /* Runs the batch described by `req` whose block (req->block_size bytes) starts at `block`.
  * Validates counts and every descriptor before running anything, then runs the ops in order,
  * storing each op's profile record in the block; the VTCM allocator is reset to the op's stated
- * scratch_bytes before each op. Increments *heartbeat after every op (progress the host watches)
- * and stops with TSL_NPU_ERR_CANCELLED when *cancel becomes non-zero between ops.
+ * scratch_bytes before each op. Increments *heartbeat after every op and, inside an op, after
+ * every chunk of work a worker finishes (progress the host watches: an op that makes progress is
+ * never taken for a stall), and stops with TSL_NPU_ERR_CANCELLED when *cancel becomes non-zero
+ * between ops (an op itself never looks at it).
  * Fills *rsp (seq, status, n_done, counts, err_op, start/stop) and returns rsp->status. */
 int32_t tsl_npu_device_run(tsl_npu_device* d, uint8_t* block, const tsl_npu_batch_req* req, tsl_npu_batch_rsp* rsp,
                            volatile uint64_t* heartbeat, volatile const uint32_t* cancel);

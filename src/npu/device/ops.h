@@ -35,7 +35,29 @@ typedef struct tsl_npu_op_ctx {
     uint64_t bytes; /* set by run: bytes read plus bytes written (profile counter 0) */
     uint64_t reshape_ns; /* set by run: ns its workers spent reshaping weights into a unit's operand
                             layout, summed over workers (profile counter 1; 0 when none) */
+    volatile uint64_t* heartbeat; /* the host's progress counter (tsl_npu_op_progress); NULL: none */
 } tsl_npu_op_ctx;
+
+/* Progress inside an op. The host takes a heartbeat that stands still for its timeout for a stuck
+ * device, so an op's workers beat while they work, not only the executor between ops: a long op
+ * that makes progress is never cut. tsl_npu_op_progress advances the heartbeat (an atomic add
+ * from any worker); tsl_npu_op_progress_work counts `work` units (what the op hands
+ * tsl_npu_ops_parallel as its size: elements, multiply-adds, ...) into the worker's *pending and
+ * beats once per TSL_NPU_PROGRESS_WORK of them, about a millisecond of work or less, so the add
+ * costs nothing next to it. */
+#define TSL_NPU_PROGRESS_WORK (1 << 20)
+
+static inline void tsl_npu_op_progress(const tsl_npu_op_ctx* c) {
+    if (c->heartbeat) __atomic_fetch_add(c->heartbeat, 1u, __ATOMIC_RELAXED);
+}
+
+static inline void tsl_npu_op_progress_work(const tsl_npu_op_ctx* c, int64_t* pending, int64_t work) {
+    *pending += work;
+    if (*pending >= TSL_NPU_PROGRESS_WORK) {
+        *pending = 0;
+        tsl_npu_op_progress(c);
+    }
+}
 
 /* An opcode's implementation. check looks at types and shapes only (returns TSL_NPU_OK,
  * TSL_NPU_ERR_BAD_TYPE or TSL_NPU_ERR_BAD_DESC); run does the work and returns a status. */
@@ -223,7 +245,8 @@ void tsl_npu_ops_parallel(const tsl_npu_op_ctx* c, int64_t elements, tsl_npu_tas
 typedef void (*tsl_npu_row_fn)(const tsl_npu_op_ctx* c, int64_t i1, int64_t i2, int64_t i3);
 
 /* Runs row(c, i1, i2, i3) for every row of dst[0], the rows split over the platform's workers in
- * contiguous shares (tsl_npu_split) when `elements` (the op's work) is large enough. */
+ * contiguous shares (tsl_npu_split) when `elements` (the op's work) is large enough; each worker
+ * reports its progress (`elements` / rows per row, tsl_npu_op_progress_work). */
 void tsl_npu_for_rows(const tsl_npu_op_ctx* c, int64_t elements, tsl_npu_row_fn row);
 
 /* The ops (ops_*.c). */

@@ -28,11 +28,12 @@ static void copy_rows(void* arg, uint32_t worker, uint32_t n_workers) {
     const tsl_npu_view* s = &c->src[0];
     const tsl_npu_view* d = &c->dst[0];
     const int64_t n0 = d->ne[0];
-    int64_t begin, end;
+    int64_t begin, end, pending = 0;
     tsl_npu_split(tsl_npu_n_rows(d), worker, n_workers, &begin, &end);
     for (int64_t r = begin; r < end; ++r) {
         int64_t i1, i2, i3;
         tsl_npu_row_coords(d, r, &i1, &i2, &i3);
+        tsl_npu_op_progress_work(c, &pending, n0); /* the row before this one is done */
         uint8_t* pd = tsl_npu_elem(d, 0, i1, i2, i3);
         if (s->ne[0] == n0) { /* rows correspond one to one */
             int64_t j1, j2, j3;
@@ -75,12 +76,13 @@ static void memcpy_chunks(void* arg, uint32_t worker, uint32_t n_workers) {
     const tsl_npu_op_ctx* c = (const tsl_npu_op_ctx*)arg;
     const uint64_t size = c->src[0].size;
     const int64_t chunks = (int64_t)((size + TSL_NPU_MEMCPY_CHUNK - 1) / TSL_NPU_MEMCPY_CHUNK);
-    int64_t begin, end;
+    int64_t begin, end, pending = 0;
     tsl_npu_split(chunks, worker, n_workers, &begin, &end);
     for (int64_t k = begin; k < end; ++k) {
         const uint64_t at = (uint64_t)k * TSL_NPU_MEMCPY_CHUNK;
         const uint64_t n = size - at < TSL_NPU_MEMCPY_CHUNK ? size - at : TSL_NPU_MEMCPY_CHUNK;
         __builtin_memcpy(c->dst[0].data + at, c->src[0].data + at, (size_t)n);
+        tsl_npu_op_progress_work(c, &pending, (int64_t)(n / 4)); /* in the 4-byte units of its size */
     }
 }
 

@@ -183,7 +183,7 @@ static const uint8_t* item_tiles(const mm_job* j, int64_t rt, int64_t matrix) {
 
 static void quantize_work(void* arg, uint32_t worker, uint32_t n_workers) {
     const mm_job* j = (const mm_job*)arg;
-    int64_t begin, end;
+    int64_t begin, end, pending = 0;
     tsl_npu_split(tsl_npu_n_rows(j->x), worker, n_workers, &begin, &end);
     for (int64_t r = begin; r < end; ++r) {
         int64_t i1, i2, i3;
@@ -191,6 +191,7 @@ static void quantize_work(void* arg, uint32_t worker, uint32_t n_workers) {
         uint8_t* row = j->act + (uint64_t)r * j->act_row_bytes;
         j->quantize_fn((const float*)tsl_npu_elem(j->x, 0, i1, i2, i3), j->k, (int8_t*)row,
                                 (float*)(row + j->q_bytes), (int32_t*)(row + j->q_bytes + j->s_bytes));
+        tsl_npu_op_progress_work(j->c, &pending, j->k);
     }
 }
 
@@ -210,7 +211,7 @@ static void tiled_work(void* arg, uint32_t worker, uint32_t n_workers) {
     if (amx) tsl_npu_mm_amx_begin();
 #endif
     (void)n_workers;
-    int64_t cur = 0, end = 0;
+    int64_t cur = 0, end = 0, pending = 0;
     int64_t item = claim_item(j, &cur, &end);
     int64_t rt, matrix, i2, i3;
     if (dma && item >= 0) {
@@ -259,6 +260,7 @@ static void tiled_work(void* arg, uint32_t worker, uint32_t n_workers) {
                                             j->q_bytes,  j->s_bytes,    acc};
             j->tile_fn(&a);
             store_cols(j, rt, n_cols, outs, acc);
+            tsl_npu_op_progress_work(j->c, &pending, 32 * (int64_t)n_cols * j->k); /* multiply-adds */
         }
         item = next;
     }
@@ -287,7 +289,7 @@ static void flat_work(void* arg, uint32_t worker, uint32_t n_workers) {
     (void)n_workers;
     int64_t rows[TSL_NPU_MM_COLS];
     uint8_t* outs[TSL_NPU_MM_COLS];
-    int64_t cur = 0, end = 0;
+    int64_t cur = 0, end = 0, pending = 0;
     for (int64_t item; (item = claim_item(j, &cur, &end)) >= 0;) {
         int64_t rt, matrix, i2, i3;
         item_coords(j, item, &rt, &matrix, &i2, &i3);
@@ -305,6 +307,7 @@ static void flat_work(void* arg, uint32_t worker, uint32_t n_workers) {
                 for (uint32_t c = 0; c < n_cols; ++c)
                     *(float*)(outs[c] + (uint64_t)r * j->d->nb[0]) = j->dot_fn(w, x_row(j, rows[c]), j->k);
             }
+            tsl_npu_op_progress_work(j->c, &pending, n_rows * (int64_t)n_cols * j->k); /* multiply-adds */
         }
     }
 }

@@ -67,11 +67,12 @@ static void rope_rows(void* arg, uint32_t worker, uint32_t n_workers) {
     float cs[TSL_NPU_ROPE_MAX_DIMS / 2], sn[TSL_NPU_ROPE_MAX_DIMS / 2];
     float in[TSL_NPU_ROPE_MAX_DIMS], out[TSL_NPU_ROPE_MAX_DIMS]; /* one row's rotated dims as floats */
     int64_t cached = -1; /* the token whose angles cs/sn hold: rows of one token share them */
-    int64_t begin, end;
+    int64_t begin, end, pending = 0;
     tsl_npu_split(tsl_npu_n_rows(d), worker, n_workers, &begin, &end);
     for (int64_t r = begin; r < end; ++r) {
         int64_t i1, i2, i3;
         tsl_npu_row_coords(d, r, &i1, &i2, &i3);
+        tsl_npu_op_progress_work(c, &pending, 4 * D); /* the row before this one is done */
         if (i2 != cached) {
             cached = i2;
             rope_angles(c, &kp, (double)*(const int32_t*)tsl_npu_elem(pos, i2, 0, 0, 0), half, cs, sn);

@@ -110,11 +110,12 @@ static void get_rows_work(void* arg, uint32_t worker, uint32_t n_workers) {
     const tsl_npu_view* ids = &job->c->src[1];
     const tsl_npu_view* d = &job->c->dst[0];
     const int64_t k = d->ne[0];
-    int64_t begin, end;
+    int64_t begin, end, pending = 0;
     tsl_npu_split(tsl_npu_n_rows(d), worker, n_workers, &begin, &end);
     for (int64_t r = begin; r < end; ++r) {
         int64_t i1, i2, i3;
         tsl_npu_row_coords(d, r, &i1, &i2, &i3);
+        tsl_npu_op_progress_work(job->c, &pending, k); /* the row before this one is done */
         const int64_t id = tsl_npu_load_id(ids, i1, i2, i3);
         if (id < 0 || id >= t->ne[1]) {
             __atomic_store_n(&job->bad_id, 1u, __ATOMIC_RELAXED);
@@ -186,9 +187,11 @@ static void set_rows_work(void* arg, uint32_t worker, uint32_t n_workers) {
     const tsl_npu_view* d = &job->c->dst[0];
     const int64_t k = d->ne[0];
     const int64_t n_rows = tsl_npu_n_rows(rows);
+    int64_t pending = 0;
     for (int64_t r = 0; r < n_rows; ++r) {
         int64_t i1, i2, i3;
         tsl_npu_row_coords(rows, r, &i1, &i2, &i3);
+        tsl_npu_op_progress_work(job->c, &pending, k / (int64_t)n_workers + 1); /* rows are this worker's 1 in n */
         const int64_t id = tsl_npu_load_id(ids, i1, i2 % ids->ne[1], i3 % ids->ne[2]);
         if (id < 0 || id >= d->ne[1]) {
             __atomic_store_n(&job->bad_id, 1u, __ATOMIC_RELAXED);

@@ -47,11 +47,12 @@ static void soft_max_rows(void* arg, uint32_t worker, uint32_t n_workers) {
     const tsl_vf vneg_inf = tsl_vf_splat(neg_inf);
     const tsl_vf lowest = tsl_vf_splat(-3.40282347e38f);
     const int64_t n0 = x->ne[0];
-    int64_t begin, end;
+    int64_t begin, end, pending = 0;
     tsl_npu_split(tsl_npu_n_rows(d), worker, n_workers, &begin, &end);
     for (int64_t r = begin; r < end; ++r) {
         int64_t i1, i2, i3;
         tsl_npu_row_coords(d, r, &i1, &i2, &i3);
+        tsl_npu_op_progress_work(c, &pending, 4 * n0); /* the row before this one is done */
         const uint8_t* px = tsl_npu_elem(x, 0, i1, i2, i3);
         const uint8_t* pm = mask ? tsl_npu_elem(mask, 0, i1, i2 % mask->ne[2], i3 % mask->ne[3]) : 0;
         uint8_t* pd = tsl_npu_elem(d, 0, i1, i2, i3);

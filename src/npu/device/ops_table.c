@@ -51,21 +51,23 @@ void tsl_npu_ops_parallel(const tsl_npu_op_ctx* c, int64_t elements, tsl_npu_tas
 typedef struct row_job {
     const tsl_npu_op_ctx* c;
     tsl_npu_row_fn row;
+    int64_t row_work; /* the op's work per row (progress units) */
 } row_job;
 
 static void row_share(void* arg, uint32_t worker, uint32_t n_workers) {
     const row_job* j = (const row_job*)arg;
     const tsl_npu_view* d = &j->c->dst[0];
-    int64_t begin, end;
+    int64_t begin, end, pending = 0;
     tsl_npu_split(tsl_npu_n_rows(d), worker, n_workers, &begin, &end);
     for (int64_t r = begin; r < end; ++r) {
         int64_t i1, i2, i3;
         tsl_npu_row_coords(d, r, &i1, &i2, &i3);
         j->row(j->c, i1, i2, i3);
+        tsl_npu_op_progress_work(j->c, &pending, j->row_work);
     }
 }
 
 void tsl_npu_for_rows(const tsl_npu_op_ctx* c, int64_t elements, tsl_npu_row_fn row) {
-    row_job j = {c, row};
+    row_job j = {c, row, elements / tsl_npu_n_rows(&c->dst[0]) + 1};
     tsl_npu_ops_parallel(c, elements, row_share, &j);
 }

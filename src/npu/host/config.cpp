@@ -64,7 +64,8 @@ uint32_t fault_mode() {
     if (s == "hang") return TSL_NPU_FAULT_HANG;
     if (s == "die") return TSL_NPU_FAULT_DIE;
     if (s == "bad-desc") return TSL_NPU_FAULT_BAD_DESC;
-    bad("TESSEL_NPU_FAULT", s, "one of none, status, seq, hang, die, bad-desc");
+    if (s == "stuck") return TSL_NPU_FAULT_STUCK;
+    bad("TESSEL_NPU_FAULT", s, "one of none, status, seq, hang, die, bad-desc, stuck");
 }
 
 /// TESSEL_NPU_MM_SELECT: a comma list of matrix, tiled, flat -> bits 1 << tsl_npu_mm_kernel.

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -18,6 +19,11 @@
 namespace tessel::npu {
 
 namespace {
+
+// How long the batch thread gets to leave once the host is gone or shut us down. A batch stuck
+// inside an op never leaves (it does not look at the cancel flag): the process then exits without
+// it, so no device process outlives its host. Below the host's own 1 s shutdown grace.
+constexpr auto kLeaveGrace = std::chrono::milliseconds(500);
 
 // The host's ring region, mapped here by the fd that came with Start.
 class RegionMapping {
@@ -121,6 +127,15 @@ int device_process_main(int sock) {
     std::atomic_ref<uint32_t>(region.control->cancel).store(1, std::memory_order_release);
     std::atomic_ref<uint32_t>(region.control->stop).store(1, std::memory_order_release);
     region.requests.wake();
+    const auto end = std::chrono::steady_clock::now() + kLeaveGrace;
+    while (std::atomic_ref<uint32_t>(region.control->alive).load(std::memory_order_acquire) != 0 &&
+           std::chrono::steady_clock::now() < end)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (std::atomic_ref<uint32_t>(region.control->alive).load(std::memory_order_acquire) != 0) {
+        std::fprintf(stderr, "tessel: error: npu-device: the running op did not end within %lld ms of the shutdown; "
+                             "exiting without it\n", static_cast<long long>(kLeaveGrace.count()));
+        _exit(4);  // no destructor may join the stuck threads or unmap what they use
+    }
     batches.join();
     close(sock);
     return 0;

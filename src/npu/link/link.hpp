@@ -8,11 +8,13 @@
 // Control calls (hwinfo, map, unmap) are synchronous. Batches are asynchronous: submit() puts a
 // request in the ring, receive() takes the next response.
 //
-// Liveness: the device bumps a heartbeat counter in shared memory after every op. receive() gives
-// up with TSL_NPU_ERR_TIMEOUT when the heartbeat has not moved for options.timeout_ms while a batch
-// is outstanding (then the inproc link cancels the device cooperatively and the process link kills
-// its device), and with TSL_NPU_ERR_DEVICE_LOST when the device process has exited. After either,
-// the link is dead: every later call fails with the same status, none blocks.
+// Liveness: the device bumps a heartbeat counter in shared memory after every op and after every
+// chunk of work inside an op. receive() gives up with TSL_NPU_ERR_TIMEOUT when the heartbeat has
+// not moved for options.timeout_ms while a batch is outstanding (then the process link kills its
+// device; the inproc link cancels its device and, when the device is stuck inside an op and does
+// not stop within a short grace, abandons its threads, keeping the memory they may touch alive),
+// and with TSL_NPU_ERR_DEVICE_LOST when the device process has exited. After either, the link is
+// dead: every later call fails with the same status, none blocks.
 // One host thread drives a link (the calls are not safe against each other). Details: docs/npu.md.
 #pragma once
 
@@ -66,6 +68,12 @@ public:
 /// Opens a link of options.kind and starts its device. Throws tessel::Error(Io) naming the device
 /// and the reason (no device executable, spawn or socket failure, no answer within timeout_ms).
 std::unique_ptr<Link> open_link(const LinkOptions& options);
+
+/// In-process devices this process abandoned stuck inside an op (link.hpp, "Liveness") whose threads
+/// have not returned yet: their memory (ring region, device state, its mappings of the buffers) is
+/// still held. It drops back when such a thread returns, e.g. once a test has called
+/// tsl_npu_device_release_stuck().
+uint32_t abandoned_inproc_devices();
 
 /// Entry point of `tessel npu-device --socket FD`: serves one host over the Unix socket FD until
 /// the host closes it. Returns the process exit code.

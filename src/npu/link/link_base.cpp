@@ -29,8 +29,8 @@ uint32_t ring_capacity(uint32_t depth) {
 
 LinkBase::LinkBase(const LinkOptions& options)
     : options_(checked(options)),
-      region_buf_(options.name + "-rings", Region::bytes(ring_capacity(options.ring_depth))),
-      region_(Region::create(region_buf_.data(), ring_capacity(options.ring_depth))) {}
+      region_buf_(std::make_shared<ShmBuffer>(options.name + "-rings", Region::bytes(ring_capacity(options.ring_depth)))),
+      region_(Region::create(region_buf_->data(), ring_capacity(options.ring_depth))) {}
 
 uint32_t LinkBase::slice_us() const {
     // Short enough to notice a lost device quickly, never longer than a tenth of the timeout.

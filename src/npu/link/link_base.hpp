@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 
 #include "npu/link/link.hpp"
 #include "npu/link/ring.hpp"
@@ -41,7 +42,8 @@ protected:
     uint32_t slice_us() const;
 
     LinkOptions options_;
-    ShmBuffer region_buf_;
+    /// The ring region. Shared: an in-process device abandoned in an op keeps it after the link is gone.
+    std::shared_ptr<ShmBuffer> region_buf_;
     Region region_;
     tsl_npu_hwinfo hwinfo_{};
     int32_t dead_ = TSL_NPU_OK;

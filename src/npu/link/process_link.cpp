@@ -71,13 +71,13 @@ public:
     void start() {
         ControlMsg msg{};
         msg.op = static_cast<uint32_t>(ControlOp::Start);
-        msg.size = region_buf_.size();
+        msg.size = region_buf_->size();
         msg.vtcm_bytes = options_.vtcm_bytes;
         msg.n_threads = options_.n_threads;
         msg.fault = options_.fault;
         msg.poll = options_.poll ? 1 : 0;
         ControlMsg answer{};
-        const int32_t status = call(msg, region_buf_.fd(), &answer);
+        const int32_t status = call(msg, region_buf_->fd(), &answer);
         if (status != TSL_NPU_OK) {
             std::string why = tsl_npu_status_name(static_cast<uint32_t>(status));
             if (reaped_ && exit_status_ >= 0) why += " (" + exit_text(exit_status_) + ")";

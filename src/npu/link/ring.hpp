@@ -30,8 +30,9 @@ static_assert(std::atomic<uint32_t>::is_always_lock_free, "ring counters must be
 struct ControlPage {
     uint32_t magic;     ///< kRegionMagic once the host has initialised the region
     uint32_t capacity;  ///< entries per ring
-    /// Bumped by the device after every op and at the start of every batch (the host's progress
-    /// signal). Accessed through std::atomic_ref on the host, passed as volatile to tsl_npu_device_run.
+    /// Bumped by the device at the start of every batch, after every op and per chunk of work inside
+    /// an op (the host's progress signal). Accessed through std::atomic_ref on the host, passed as
+    /// volatile to tsl_npu_device_run.
     uint64_t heartbeat;
     uint32_t cancel;    ///< non-zero: the running batch stops between ops (TSL_NPU_ERR_CANCELLED)
     uint32_t stop;      ///< non-zero: the device loop exits after its current batch
