@@ -19,6 +19,7 @@ enum class ErrorCode {
     ContextFull,         ///< a batch does not fit in the free cells of the KV cache
     Device,              ///< an accelerator answered an error status, stopped answering or died
     Environment,         ///< a TESSEL_* environment variable is empty or invalid (docs/config.md)
+    OutOfMemory,         ///< what was asked for needs more memory than the process may take
     // GGUF validation categories (see src/gguf/reader.hpp)
     GgufBadMagic,            ///< first 4 bytes are not "GGUF"
     GgufUnsupportedVersion,  ///< version other than 2 or 3

@@ -28,6 +28,7 @@ const char* error_code_name(ErrorCode code) {
         case ErrorCode::ContextFull: return "context-full";
         case ErrorCode::Device: return "device";
         case ErrorCode::Environment: return "environment";
+        case ErrorCode::OutOfMemory: return "out-of-memory";
     }
     return "unknown";
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/memory.hpp"
 #include "tessel/errors.hpp"
 
 namespace tessel::runtime {
@@ -34,6 +35,35 @@ BufferType& kv_buffer_type(const std::vector<Device*>& devices) {
 
 }  // namespace
 
+// The compute estimate is the activations of one ubatch of T tokens, in F32: about 6 rows of
+// n_embd and 3 of n_ff live at once, the logits (T x n_vocab), and the attention scores
+// (n_head x n_kv x T, twice: scores and softmax) without flash attention, or one row of n_kv
+// per head and thread with it. The scheduler reuses buffers, so this bounds the graph's peak.
+ContextMemory context_memory(const model::Hparams& hp, int64_t n_ctx, int64_t n_ubatch, bool flash_attn, DType type_k, DType type_v) {
+    const double ctx = static_cast<double>(n_ctx), T = static_cast<double>(std::min(n_ubatch, n_ctx));
+    auto row = [&](DType t) {
+        const DTypeInfo& i = dtype_info(t);
+        return static_cast<double>(hp.n_embd_kv()) / i.block_size * i.block_bytes;
+    };
+    ContextMemory m;
+    m.kv = static_cast<double>(hp.n_layer) * (row(type_k) + row(type_v)) * ctx;
+    const double heads = static_cast<double>(hp.n_head);
+    const double attn = flash_attn ? heads * (T * static_cast<double>(hp.head_dim) + ctx * 16) : 2 * heads * ctx * T;
+    m.compute = 4 * (T * (6 * static_cast<double>(hp.n_embd) + 3 * static_cast<double>(hp.n_ff) + static_cast<double>(hp.n_vocab)) + attn);
+    return m;
+}
+
+void check_context_fits(const model::Hparams& hp, int64_t n_ctx, int64_t n_ubatch, bool flash_attn, DType type_k, DType type_v) {
+    const ContextMemory need = context_memory(hp, n_ctx, n_ubatch, flash_attn, type_k, type_v);
+    const MemoryHeadroom room = memory_headroom();
+    if (need.total() <= static_cast<double>(room.bytes)) return;
+    auto bytes = [](double b) { return format_bytes(b >= 1.8e19 ? UINT64_MAX : static_cast<uint64_t>(b)); };
+    throw Error(ErrorCode::OutOfMemory, "a context of " + std::to_string(n_ctx) + " tokens needs " + bytes(need.total()) + " (KV cache " +
+                                            bytes(need.kv) + ", compute buffers about " + bytes(need.compute) + "), but " +
+                                            format_bytes(room.bytes) + " are available (" + room.limited_by +
+                                            "): lower the context size or the ubatch size");
+}
+
 Context::Context(std::shared_ptr<const model::Model> model, const ContextParams& params)
     : model_(std::move(model)), params_(params) {
     const model::Hparams& hp = model_->hparams();
@@ -44,6 +74,7 @@ Context::Context(std::shared_ptr<const model::Model> model, const ContextParams&
     const DType type_k = cache_type(params_.type_k, "K"), type_v = cache_type(params_.type_v, "V");
     if (!flash_attn_ && dtype_info(type_v).quantized)
         throw Error(ErrorCode::InvalidArgument, std::string("a ") + dtype_name(type_v) + " V cache needs flash attention (-fa on)");
+    check_context_fits(hp, n_ctx, params_.n_ubatch, flash_attn_, type_k, type_v);
     kv_ = std::make_unique<model::KvCache>(hp, n_ctx, type_k, type_v, kv_buffer_type(model_->devices()));
     BackendParams bp;
     bp.n_threads = params_.n_threads;

@@ -30,10 +30,27 @@ using tessel::BatchToken;
 using tessel::ContextParams;
 using tessel::FlashAttn;
 
+/// Memory a context needs, bytes.
+struct ContextMemory {
+    double kv = 0;       ///< the KV cache: n_layer x (K + V) rows of n_embd_kv, n_ctx cells (exact)
+    double compute = 0;  ///< the largest forward graph's buffers (an estimate, see context.cpp)
+    double total() const { return kv + compute; }
+};
+
+/// What a context of `n_ctx` cells and `n_ubatch`-token graphs needs for the model `hp`
+/// (doubles: an absurd size does not overflow).
+ContextMemory context_memory(const model::Hparams& hp, int64_t n_ctx, int64_t n_ubatch, bool flash_attn, DType type_k, DType type_v);
+
+/// Throws Error(OutOfMemory) naming the bytes needed (KV cache, compute) and available
+/// (memory_headroom(), and which limit) when context_memory() exceeds what is available.
+void check_context_fits(const model::Hparams& hp, int64_t n_ctx, int64_t n_ubatch, bool flash_attn, DType type_k, DType type_v);
+
 class Context {
 public:
     /// Throws tessel::Error(InvalidArgument) for bad parameters (n_ctx < 1, n_ubatch < 1, a
-    /// quantized V cache with flash attention off, unsupported cache types).
+    /// quantized V cache with flash attention off, unsupported cache types), and
+    /// Error(OutOfMemory) naming the bytes needed and available (memory_headroom()) when the
+    /// KV cache and compute buffers cannot fit, before allocating them.
     Context(std::shared_ptr<const model::Model> model, const ContextParams& params);
     ~Context();
 

@@ -180,7 +180,8 @@ TEST_F(BenchCli, UsageErrorsExit2ModelErrorsExit1) {
         return ls.size() == 1 && ls[0].rfind("tessel: error: ", 0) == 0;
     };
     for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
-             {"-o", "xml"}, {"-p", "0", "-n", "0"}, {"-t", "1,x"}, {"-p", "8-2"}, {"-b", "0"}, {"-fa", "maybe"}, {"-r", "0"}}) {
+             {"-o", "xml"}, {"-p", "0", "-n", "0"}, {"-t", "1,x"}, {"-p", "8-2"}, {"-b", "0"}, {"-fa", "maybe"}, {"-r", "0"},
+             {"-t", "5000"}, {"-p", "99999999"}, {"-n", "1,16777217"}}) {
         std::vector<std::string> full = {"-m", model_.string()};
         full.insert(full.end(), args.begin(), args.end());
         const test::CliResult r = tessel_bench(dir_, full);

@@ -124,6 +124,31 @@ TEST_F(CliErrors, BadEnvironmentValueNamesTheVariable) {
     EXPECT_NE(r.err.find("tessel: error: TESSEL_MODEL is set but empty"), std::string::npos) << r.err;
 }
 
+// A context too large for the memory the process may take is refused before it is allocated,
+// naming the bytes and the limit; under the same 4 GiB address-space limit a context that fits
+// runs. The limit (prlimit --as) makes the result independent of the host's memory; sanitizer
+// runtimes reserve terabytes of address space, so the check runs in builds without them.
+TEST_F(CliErrors, ContextTooLargeForMemoryIsRefused) {
+    if (test::kSanitized) GTEST_SKIP() << "RLIMIT_AS cannot be set under a sanitizer's shadow memory";
+    test::CliOptions o;
+    o.wrapper = {"prlimit", "--as=4294967296", "--"};
+    const std::string model = test::smollm2_path().string();
+    const CliResult big = run_tessel({"run", "-m", model, "-c", "1048576", "-p", "hi", "-n", "2"}, o);
+    EXPECT_EQ(big.exit_code, 1) << big.err;
+    EXPECT_NE(big.err.find("tessel: warning: -c 1048576 is more than the model's training context (8192 tokens)"), std::string::npos) << big.err;
+    EXPECT_TRUE(std::regex_search(big.err, std::regex("tessel: error: a context of 1048576 tokens needs 2[0-9.]+ GiB \\(KV cache "
+                                                      "22\\.5 GiB, compute buffers about [0-9.]+ [MG]iB\\), but [0-9.]+ GiB are "
+                                                      "available \\(RLIMIT_AS\\)")))
+        << big.err;
+    EXPECT_LT(big.max_rss_kib, 1 << 20) << "KiB: refused before allocating";
+    const CliResult fits = run_tessel({"run", "-m", model, "-c", "8192", "-p", "hi", "-n", "2", "--temp", "0"}, o);
+    EXPECT_EQ(fits.exit_code, 0) << fits.err;
+    const CliResult bench = run_tessel({"bench", "-m", model, "-p", "8,300000", "-n", "0", "-r", "1"}, o);
+    EXPECT_EQ(bench.exit_code, 1) << bench.err;
+    EXPECT_NE(bench.err.find("tessel: error: pp300000: a context of 300000 tokens needs"), std::string::npos) << bench.err;
+    EXPECT_EQ(bench.out.find("pp8"), std::string::npos) << "nothing is measured before the check:\n" << bench.out;
+}
+
 TEST_F(CliErrors, ConflictingFlagsAreAFlagError) {
     const CliResult r = run_tessel({"run", "-m", tiny("m.gguf"), "-p", "hi", "-n", "2", "-ctv", "q8_0", "-fa", "off"});
     EXPECT_EQ(r.exit_code, 2) << r.err;

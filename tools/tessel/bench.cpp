@@ -13,6 +13,7 @@
 #include "backend/registry.hpp"
 #include "model/model.hpp"
 #include "runtime/bench.hpp"
+#include "runtime/context.hpp"
 #include "runtime/bench_report.hpp"
 #include "runtime/model_desc.hpp"
 #include "runtime/model_fetch.hpp"
@@ -27,7 +28,8 @@
 namespace tessel::cli {
 namespace {
 
-constexpr uint32_t kTokenSeed = 1234;  // random token ids: fixed, so runs decode the same tokens
+constexpr uint32_t kTokenSeed = 1234;
+constexpr int64_t kMaxTokens = int64_t{1} << 24;  // -p, -n, -b, -ub: the longest context a model may declare  // random token ids: fixed, so runs decode the same tokens
 
 struct BenchOptions {
     std::vector<std::string> models;  ///< -m, each possibly a comma list
@@ -38,8 +40,8 @@ struct BenchOptions {
     bool progress = false;
 };
 
-/// The values of a list flag; a malformed list is a usage error (exit 2).
-std::vector<int64_t> int_list(const std::string& text, const char* flag, int64_t min) {
+/// The values of a list flag, each in [min, max]; a malformed list is a usage error (exit 2).
+std::vector<int64_t> int_list(const std::string& text, const char* flag, int64_t min, int64_t max) {
     std::vector<int64_t> v;
     try {
         v = runtime::parse_int_ranges(text, flag);
@@ -47,7 +49,9 @@ std::vector<int64_t> int_list(const std::string& text, const char* flag, int64_t
         throw CLI::ValidationError(e.what());
     }
     for (int64_t x : v)
-        if (x < min) throw CLI::ValidationError(std::string(flag) + ": " + std::to_string(x) + " is below " + std::to_string(min));
+        if (x < min || x > max)
+            throw CLI::ValidationError(std::string(flag) + ": " + std::to_string(x) + " is outside " + std::to_string(min) + ".." +
+                                       std::to_string(max));
     return v;
 }
 
@@ -120,6 +124,14 @@ void bench_model(const BenchOptions& o, const std::string& path, const std::stri
     base.device = device;
     base.backends.clear();  // the devices in priority order, e.g. "NPU0,CPU"
     for (const Device* d : model->impl().devices()) base.backends += (base.backends.empty() ? "" : ",") + d->name();
+    // Every test's context must fit before the first is measured (Context would refuse it later).
+    for (int64_t nub : grid.ubatches)
+        for (int f : grid.fa)
+            for (const runtime::BenchTest& test : grid.tests) try {
+                    runtime::check_context_fits(model->impl().hparams(), test.n_prompt + test.n_gen, nub, f != 0, DType::F16, DType::F16);
+                } catch (const Error& e) {
+                    throw Error(e.code(), test.name() + ": " + e.what());
+                }
     for (int64_t nb : grid.batches)
         for (int64_t nub : grid.ubatches)
             for (int f : grid.fa)
@@ -149,20 +161,20 @@ void bench_model(const BenchOptions& o, const std::string& path, const std::stri
 void bench(const BenchOptions& o) {
     Grid grid;
     std::vector<runtime::BenchTest>& tests = grid.tests;
-    for (int64_t p : int_list(o.n_prompt, "-p", 0))
+    for (int64_t p : int_list(o.n_prompt, "-p", 0, kMaxTokens))
         if (p > 0) tests.push_back({p, 0});
-    for (int64_t n : int_list(o.n_gen, "-n", 0))
+    for (int64_t n : int_list(o.n_gen, "-n", 0, kMaxTokens))
         if (n > 0) tests.push_back({0, n});
     for (const std::string& pg : o.pg) {
         const std::vector<std::string> parts = split_commas(pg);
         if (parts.size() != 2) throw CLI::ValidationError("-pg: '" + pg + "' is not PROMPT,GEN");
-        const int64_t p = int_list(parts[0], "-pg", 0).at(0), n = int_list(parts[1], "-pg", 0).at(0);
+        const int64_t p = int_list(parts[0], "-pg", 0, kMaxTokens).at(0), n = int_list(parts[1], "-pg", 0, kMaxTokens).at(0);
         if (p + n > 0) tests.push_back({p, n});
     }
     if (tests.empty()) throw CLI::ValidationError("nothing to measure: -p and -n are both 0 (and no -pg)");
-    grid.threads = o.threads.empty() ? std::vector<int64_t>{cpu::default_thread_count()} : int_list(o.threads, "-t", 1);
-    grid.batches = int_list(o.n_batch, "-b", 1);
-    grid.ubatches = int_list(o.n_ubatch, "-ub", 1);
+    grid.threads = o.threads.empty() ? std::vector<int64_t>{cpu::default_thread_count()} : int_list(o.threads, "-t", 1, 1024);
+    grid.batches = int_list(o.n_batch, "-b", 1, kMaxTokens);
+    grid.ubatches = int_list(o.n_ubatch, "-ub", 1, kMaxTokens);
     for (const std::string& v : split_commas(o.flash_attn)) grid.fa.push_back(flash_attn_value(v));
     std::vector<std::string> models;
     for (const std::string& m : o.models)

@@ -117,6 +117,9 @@ LoadedModel load_model(const ModelOptions& o) {
     LoadedModel m;
     m.model = Model::load(path.string(), o.device);
     m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (const int64_t train = m.model->info().n_ctx_train; o.n_ctx > train)
+        std::fprintf(stderr, "tessel: warning: -c %lld is more than the model's training context (%lld tokens): text past it may degrade\n",
+                     static_cast<long long>(o.n_ctx), static_cast<long long>(train));
     return m;
 }
 
