@@ -231,6 +231,29 @@ TEST(CliChat, KeepsTheConversationBetweenTurns) {
     EXPECT_LT(prompt_tokens[1], whole / 2) << "turn two decoded the conversation again";
 }
 
+// A turn too long for the context is refused with a message and the chat goes on as if it had
+// not been sent: the reply to the next turn is the one of the conversation without it.
+TEST(CliChat, RefusesATurnTooLongForTheContextAndGoesOn) {
+    TESSEL_REQUIRE_SMOLLM2();
+    const std::string turn1 = "My name is Ada and I live in Paris.", turn2 = "What is my name?";
+    std::string long_turn;
+    for (int i = 0; i < 120; ++i) long_turn += "The quick brown fox jumps over the lazy dog. ";
+    constexpr int kTokens = 16;
+    const CliResult r = run_tessel({"chat", "-m", test::smollm2_path().string(), "-n", std::to_string(kTokens), "--temp", "0",
+                                    "-t", "1", "-c", "512"},
+                                   turn1 + "\n" + long_turn + "\n" + turn2 + "\n");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(std::regex_search(r.err, std::regex("tessel chat: with this message the conversation is [0-9]+ tokens, the "
+                                                    "context holds 512: it was not sent")))
+        << r.err;
+    const auto model = Model::load(test::smollm2_path().string());
+    std::vector<runtime::ChatMessage> msgs{{"user", turn1}};
+    const std::string reply1 = greedy_reply(model, msgs, kTokens);
+    msgs.push_back({"assistant", reply1});
+    msgs.push_back({"user", turn2});
+    EXPECT_EQ(r.out, reply1 + "\n" + greedy_reply(model, msgs, kTokens) + "\n");
+}
+
 }  // namespace
 }  // namespace tessel
 

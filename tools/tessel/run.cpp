@@ -104,6 +104,13 @@ void chat(const RunOptions& o) {
     while (std::fputs("> ", stderr), std::getline(std::cin, line) && !line.empty()) {
         msgs.push_back({"user", line});
         const std::vector<int32_t> all = model->tokenize(runtime::format_chat(tmpl, msgs), true, true);
+        if (static_cast<int64_t>(all.size()) >= ctx.n_ctx()) {  // no room for it and a reply: refused, the chat goes on
+            msgs.pop_back();
+            std::fprintf(stderr, "tessel chat: with this message the conversation is %zu tokens, the context holds %lld: "
+                                 "it was not sent (write a shorter one, or raise -c)\n",
+                         all.size(), static_cast<long long>(ctx.n_ctx()));
+            continue;
+        }
         size_t keep = 0;
         while (keep < cached.size() && keep < all.size() && cached[keep] == all[keep]) ++keep;
         if (keep == all.size()) --keep;  // decode at least one token to get logits
