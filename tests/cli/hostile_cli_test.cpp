@@ -71,5 +71,16 @@ TEST(MetadataBudget, PastTheBudgetIsAnErrorNamingTheKeyAndTheVariable) {
     EXPECT_NE(r.err.find("budget of 1000000 bytes in memory (TESSEL_GGUF_MAX_METADATA)"), std::string::npos) << r.err;
 }
 
+// test-ops selections that select nothing, and out-of-range numbers, are usage errors (exit 2).
+TEST(TestOpsUsage, EmptySelectionAndBadSeedExit2) {
+    for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+             {"test-ops", "-o", "ADD", "-t", "Q4_0"}, {"test-ops", "perf", "-o", "ADD", "-t", "Q4_0"}, {"test-ops", "--seed", "-1", "-o", "ADD"}}) {
+        const CliResult r = run_tessel(args);
+        EXPECT_EQ(r.exit_code, 2) << args.back() << ": " << r.err;
+        ASSERT_EQ(r.err_lines().size(), 1u) << r.err;
+        EXPECT_TRUE(r.err_lines()[0].starts_with("tessel: error: ")) << r.err;
+    }
+}
+
 }  // namespace
 }  // namespace tessel

@@ -1,5 +1,6 @@
 // `tessel test-ops [test|perf|support]`: flags, their validation (bad values are one-line usage
 // errors, exit 2) and dispatch to the modes. Any failed case makes the command exit 1.
+#include <limits>
 #include <algorithm>
 #include <cctype>
 #include <memory>
@@ -90,6 +91,13 @@ test_ops::Options validate(const RawOptions& raw) {
     opt.ci = raw.ci;
     opt.seed = raw.seed;
     opt.reps = raw.reps;
+    if (opt.mode != test_ops::Mode::Support) {  // -o/-t that select no case are a usage error
+        try {
+            test_ops::select_cases(opt.mode == test_ops::Mode::Perf ? test_ops::perf_cases() : test_ops::test_cases(), opt);
+        } catch (const Error& e) {
+            bad("-o/-t", e.what());
+        }
+    }
     return opt;
 }
 
@@ -103,7 +111,8 @@ void add_test_ops_command(CLI::App& app) {
     cmd->add_option("-o,--op", raw->ops, "ops to test, comma-separated (e.g. MUL_MAT,ROPE)");
     cmd->add_option("-t,--type", raw->types, "weight/input types, comma-separated GGUF names (e.g. Q4_0,F16)");
     cmd->add_flag("--ci", raw->ci, "a seeded subset of the cases, quick enough for CTest");
-    cmd->add_option("--seed", raw->seed, "seed of the data and of the --ci subset (default 42)");
+    cmd->add_option("--seed", raw->seed, "seed of the data and of the --ci subset (default 42)")
+        ->check(CLI::Range(uint32_t{0}, std::numeric_limits<uint32_t>::max()));
     cmd->add_option("-r,--reps", raw->reps, "perf: runs per measurement (default: until ~0.2 s)")->check(CLI::Range(1, 1000000));
     cmd->add_option("--threads", raw->threads, "CPU thread counts, comma-separated (test default 1,2,4; perf: all cores)");
     cmd->callback([raw] {
