@@ -1,5 +1,8 @@
 #include "model/hparams.hpp"
 
+#include <cmath>
+#include <limits>
+
 #include "tessel/errors.hpp"
 
 namespace tessel::model {
@@ -32,7 +35,10 @@ float get_float(const gguf::File& f, const std::string& key, float fallback) {
     if (!v) return fallback;
     try {
         const double x = v->as_f64();
-        if (!(x > 0.0)) bad(f, "key " + key + " must be > 0, found " + v->to_string());
+        // Read as a float: a NaN, an infinity, a FLOAT64 beyond float's range (whose conversion is
+        // undefined behaviour) or one that rounds to 0 is not a positive float.
+        if (!(x > 0.0) || !(x <= std::numeric_limits<float>::max()) || static_cast<float>(x) == 0.0f)
+            bad(f, "key " + key + " must be a finite float > 0, found " + v->to_string());
         return static_cast<float>(x);
     } catch (const Error& e) {
         if (e.code() == ErrorCode::BadModel) throw;
@@ -52,6 +58,10 @@ Hparams read_hparams(const gguf::File& f) {
     if (const gguf::Value* n = find(f, "general.name"); n && n->type() == gguf::ValueType::STRING) h.name = n->as_string();
     const std::string a = h.arch + ".";
     h.n_ctx_train = get_int(f, a + "context_length", 0, true);
+    // Positions are int32 (and so is rope's n_ctx_orig).
+    if (h.n_ctx_train > std::numeric_limits<int32_t>::max())
+        bad(f, "key " + a + "context_length = " + std::to_string(h.n_ctx_train) + " is out of range (at most " +
+                   std::to_string(std::numeric_limits<int32_t>::max()) + ")");
     h.n_embd = get_int(f, a + "embedding_length", 0, true);
     h.n_layer = get_int(f, a + "block_count", 0, true);
     h.n_head = get_int(f, a + "attention.head_count", 0, true);
@@ -62,6 +72,11 @@ Hparams read_hparams(const gguf::File& f) {
     if (h.n_head % h.n_head_kv != 0)
         bad(f, "attention.head_count_kv " + std::to_string(h.n_head_kv) + " does not divide head_count " + std::to_string(h.n_head));
     h.head_dim = get_int(f, a + "attention.key_length", h.n_embd / h.n_head, false);
+    // Each key is at most 2^40, so head_count x key_length can overflow 64 bits: the query width
+    // must stay within the same bound (head_count_kv <= head_count, so the KV width does too).
+    if (h.n_head > (int64_t{1} << 40) / h.head_dim)
+        bad(f, "attention.head_count " + std::to_string(h.n_head) + " x attention.key_length " + std::to_string(h.head_dim) +
+                   " is out of range");
     if (get_int(f, a + "attention.value_length", h.head_dim, false) != h.head_dim)
         bad(f, "attention.value_length differs from key_length (not supported for llama)");
     h.n_rot = get_int(f, a + "rope.dimension_count", h.head_dim, false);
@@ -71,7 +86,10 @@ Hparams read_hparams(const gguf::File& f) {
     if (const gguf::Value* t = find(f, a + "rope.scaling.type"); t && t->type() == gguf::ValueType::STRING &&
                                                                   t->as_string() != "none" && t->as_string() != "linear")
         throw Error(ErrorCode::Unsupported, f.name() + ": rope scaling '" + t->as_string() + "' is not supported");
-    h.rope_freq_scale = 1.0f / get_float(f, a + "rope.scaling.factor", 1.0f);
+    const float factor = get_float(f, a + "rope.scaling.factor", 1.0f);
+    h.rope_freq_scale = 1.0f / factor;
+    if (!std::isfinite(h.rope_freq_scale))  // a denormal factor: ROPE refused the scale with no key named
+        bad(f, "key " + a + "rope.scaling.factor = " + std::to_string(factor) + " is too small (its inverse is not a finite float)");
     return h;
 }
 

@@ -31,7 +31,8 @@ struct Hparams {
 /// Reads the hyper-parameters of `file` (named in errors). Throws tessel::Error(Unsupported)
 /// "unknown architecture X" for an architecture other than llama, and tessel::Error(BadModel)
 /// naming the file and key when a required key is missing, has the wrong type or an impossible
-/// value (e.g. head_count not dividing embedding_length).
+/// value: an integer key outside 1..2^40 (context_length: ..2^31-1), head_count not dividing
+/// embedding_length, head_count x key_length above 2^40, a float key that is not a finite float > 0.
 Hparams read_hparams(const gguf::File& file);
 
 }  // namespace tessel::model

@@ -1,5 +1,6 @@
 #include "model/model.hpp"
 
+#include <algorithm>
 #include <map>
 
 #include "backend/weights.hpp"
@@ -14,18 +15,28 @@ Model::~Model() = default;
 Tensor* Model::weight(const std::string& name, std::initializer_list<int64_t> ne, bool f32_only) {
     const gguf::TensorInfo* info = file_.find_tensor(name);
     if (!info) throw Error(ErrorCode::BadModel, file_.name() + ": missing tensor '" + name + "'");
-    Tensor& t = tensors_.emplace_back();
-    t.set_shape(info->type, ne);
-    t.name = name;
-    for (int d = 0; d < kMaxDims; ++d)
-        if (info->ne[d] != t.ne[d])
-            throw Error(ErrorCode::BadModel, file_.name() + ": tensor '" + name + "' has shape [" + std::to_string(info->ne[0]) +
-                                                 ", " + std::to_string(info->ne[1]) + ", " + std::to_string(info->ne[2]) +
-                                                 ", " + std::to_string(info->ne[3]) + "], expected " + describe(t));
+    // The shape is compared before a tensor is made of it: the hyper-parameters may ask for one
+    // the file's type cannot hold (a row that is not a whole number of blocks).
+    int64_t want[kMaxDims] = {1, 1, 1, 1};
+    std::copy(ne.begin(), ne.end(), want);
+    auto dims = [](const int64_t* d) {
+        return "[" + std::to_string(d[0]) + ", " + std::to_string(d[1]) + ", " + std::to_string(d[2]) + ", " + std::to_string(d[3]) + "]";
+    };
+    if (!std::equal(want, want + kMaxDims, info->ne))
+        throw Error(ErrorCode::BadModel, file_.name() + ": tensor '" + name + "' has shape " + dims(info->ne) + ", expected " +
+                                             dims(want) + " " + dtype_name(info->type));
     if (f32_only && info->type != DType::F32)
         throw Error(ErrorCode::BadModel, file_.name() + ": tensor '" + name + "' has type " + dtype_name(info->type) +
                                              ", expected F32");
+    // Integer types are supported by the kernels, but an integer table makes GET_ROWS give integer
+    // rows the norms refuse (an error that named neither file nor tensor): no weight is an integer.
+    if (info->type == DType::I8 || info->type == DType::I16 || info->type == DType::I32 || info->type == DType::I64)
+        throw Error(ErrorCode::BadModel, file_.name() + ": tensor '" + name + "' has type " + dtype_name(info->type) +
+                                             ", expected a float or quantized type");
     require_supported(info->type, file_.name() + ": tensor '" + name + "'");
+    Tensor& t = tensors_.emplace_back();
+    t.name = name;
+    t.set_shape(info->type, ne);
     return &t;
 }
 
