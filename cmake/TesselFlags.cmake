@@ -2,7 +2,8 @@
 #
 # tessel_warnings: -Wall -Wextra -Werror for project code (never for third-party code).
 # Sanitizers apply globally when TESSEL_SANITIZE (ASan+UBSan) or TESSEL_TSAN (ThreadSanitizer) is
-# on; the two cannot be combined.
+# on; the two cannot be combined. TESSEL_FUZZ (with TESSEL_SANITIZE) adds libFuzzer's coverage
+# instrumentation to every target.
 # tessel_isa_sources(): per-ISA translation units get their target flags here, keyed by the
 # file-name suffix (_f16c, _avx2, _avx512, _avx512vnni, _avx512vbmi, _amx), so the portable build never uses -march=native.
 
@@ -21,6 +22,23 @@ add_compile_options(-ffp-contract=off)
 if(TESSEL_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
   add_link_options(-fsanitize=address,undefined)
+endif()
+
+# libFuzzer targets (tests/fuzz) run library code, so in a TESSEL_FUZZ tree every target carries the
+# fuzzer's coverage instrumentation (-fsanitize=fuzzer-no-link: edge counters and comparison
+# tracing; the sanitizer runtime linked into every binary defines its callbacks). Only the fuzz
+# targets link libFuzzer itself (-fsanitize=fuzzer, tests/fuzz/CMakeLists.txt). A fuzz tree is a
+# sanitizer tree: a crash found without AddressSanitizer and UBSan would say much less.
+if(TESSEL_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang" OR NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "TESSEL_FUZZ needs clang with libFuzzer (found ${CMAKE_C_COMPILER_ID} / "
+                        "${CMAKE_CXX_COMPILER_ID}); configure with CC=clang CXX=clang++")
+  endif()
+  if(NOT TESSEL_SANITIZE)
+    message(FATAL_ERROR "TESSEL_FUZZ needs TESSEL_SANITIZE=ON (the fuzz targets run the library under "
+                        "AddressSanitizer + UBSan)")
+  endif()
+  add_compile_options(-fsanitize=fuzzer-no-link)
 endif()
 
 # Sanitizer trees check correctness, not speed: RelWithDebInfo there means -O1 with line tables only

@@ -12,8 +12,10 @@
 #      references (scripts/pyenv.sh reference); each idempotent
 #   2. release build (build/, g++), a Hexagon compile check of the NPU device runtime, a smoke run
 #   3. clang tree with AddressSanitizer + UBSan (build-san/): every target (the clang build check),
-#      the libFuzzer flag only on fuzz_gguf; fuzz the GGUF reader for TESSEL_FUZZ_SECONDS (default
-#      60, one core) while the unit, GGUF, test-ops, model, CLI and NPU tests run there
+#      all with libFuzzer's coverage instrumentation, libFuzzer linked into the fuzz targets; the
+#      three fuzzers (GGUF reader, model load, tokenizer) run TESSEL_FUZZ_SECONDS each (default 60),
+#      one after the other on one core, while the unit, GGUF, test-ops, model, CLI and NPU tests run
+#      there; a crashing input is kept in build-san/artifacts/
 #   4. ThreadSanitizer tree (build-tsan/): only test_tsan (thread pool, NPU in-process link)
 #   5. aarch64 cross build (build-arm64/) and its unit, GGUF, model and test-ops --ci tests under
 #      QEMU (qemu-aarch64-static -cpu max); the NPU's full test-ops entries run in the release run only
@@ -78,27 +80,50 @@ bash scripts/check-hexagon.sh
 phase "main job smoke run: the default model (fetched once into the cache), greedy"
 build/bin/tessel run --chat -p "What is the capital of France? Answer in one sentence." -n 32 --temp 0
 
-phase "clang sanitizer build (address + undefined; every target, libFuzzer on fuzz_gguf)"
+phase "clang sanitizer build (address + undefined, fuzzer coverage; every target, libFuzzer linked into the fuzz targets)"
 CC=clang CXX=clang++ cmake -S . -B build-san -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DTESSEL_SANITIZE=ON -DTESSEL_FUZZ=ON -DTESSEL_BUILD_BENCH=OFF
 cmake --build build-san
 
-phase "fuzz the GGUF reader for ${fuzz_seconds} s (one core) beside the sanitizer tests (unit, gguf, ops, model, cli, npu)"
+fuzzers=(fuzz_gguf fuzz_model_load fuzz_tokenizer)
+# libFuzzer options per target besides the common ones: fuzz_model_load's inputs are short programs
+# of mutations whose length costs nothing, so they may have any length up to 256 bytes at once
+declare -A fuzz_opts=([fuzz_gguf]="" [fuzz_model_load]="-len_control=0 -max_len=256" [fuzz_tokenizer]="")
+phase "fuzz the GGUF reader, model load and the tokenizer for ${fuzz_seconds} s each (one core, one after the other) beside the sanitizer tests (unit, gguf, ops, model, cli, npu)"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mkdir "$work/corpus" && cp tests/fuzz/corpus/* "$work/corpus"/
+# seed corpora: fuzz_gguf's committed files (tests/fuzz/corpus), the others' generated
+mkdir "$work/fuzz_gguf" && cp tests/fuzz/corpus/* "$work/fuzz_gguf"/
+python3 tests/fuzz/make_seeds.py "$work/seeds"
+mv "$work/seeds/model_load" "$work/fuzz_model_load" && mv "$work/seeds/tokenizer" "$work/fuzz_tokenizer"
 mkdir -p build-san/artifacts
-(cd "$work" && "$root/build-san/tests/fuzz/fuzz_gguf" -max_total_time="$fuzz_seconds" \
-   -artifact_prefix="$root/build-san/artifacts/" -print_final_stats=1 "$work/corpus" >"$work/fuzz.log" 2>&1) &
+# One after the other, each even when one before it failed (named in $work/failed). A unit slower
+# than 30 s is reported as a hang (libFuzzer's timeout), so no input can stretch the phase.
+run_fuzzers() {
+  local f
+  for f in "${fuzzers[@]}"; do
+    # shellcheck disable=SC2086  # the options are words
+    "$root/build-san/tests/fuzz/$f" -max_total_time="$fuzz_seconds" -timeout=30 ${fuzz_opts[$f]} \
+      -artifact_prefix="$root/build-san/artifacts/$f-" -print_final_stats=1 "$work/$f" >"$work/$f.log" 2>&1 ||
+      echo "$f" >>"$work/failed"
+  done
+}
+run_fuzzers &
 fuzz_pid=$!
-trap 'kill "$fuzz_pid" 2>/dev/null || true; rm -rf "$work"' EXIT  # a failed test run stops the fuzzer too
+# a failed test run stops the fuzzers too (the running one is the loop's child)
+trap 'pkill -P "$fuzz_pid" 2>/dev/null || true; kill "$fuzz_pid" 2>/dev/null || true; rm -rf "$work"' EXIT
 (cd build-san && run_ctest -L 'unit|gguf|ops|model|cli|npu')
-if ! wait "$fuzz_pid"; then
-  cat "$work/fuzz.log"
-  echo "fuzz_gguf FAILED: the crashing input is kept in build-san/artifacts/"
+wait "$fuzz_pid"
+for f in "${fuzzers[@]}"; do
+  echo "-- $f: $(grep -E '^#[0-9]+[[:space:]]+DONE' "$work/$f.log" | sed -E 's/^#([0-9]+)[[:space:]]+DONE +/\1 runs, /' || true)"
+done
+if [[ -s $work/failed ]]; then
+  for f in $(cat "$work/failed"); do
+    tail -n 60 "$work/$f.log"
+    echo "$f FAILED: the crashing input is kept in build-san/artifacts/ (prefix $f-)"
+  done
   exit 1
 fi
-tail -n 12 "$work/fuzz.log"
 
 phase "thread sanitizer: thread pool, NPU in-process link"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSEL_TSAN=ON -DTESSEL_BUILD_BENCH=OFF

@@ -34,7 +34,7 @@ struct LayerWeights {
 class Model {
 public:
     /// Opens and validates `path`, reads the hyper-parameters, checks every tensor the
-    /// architecture needs (present, shape, a supported type) and loads the weights into buffers
+    /// architecture needs (present, shape, a supported float or quantized type) and loads the weights into buffers
     /// of `devices` (priority order, a CPU device last: Registry::run_devices; the buffer type
     /// per weight chosen by choose_weight_buffer_type from the nodes of a one-token graph that
     /// read it). Contexts run on the same devices. Throws tessel::Error: Io / Gguf* for the file,

@@ -1,5 +1,6 @@
 #include "vocab/vocab.hpp"
 
+#include <algorithm>
 #include <limits>
 
 #include "tessel/errors.hpp"
@@ -17,6 +18,13 @@ constexpr const char* kMerges = "tokenizer.ggml.merges";
 constexpr const char* kPre = "tokenizer.ggml.pre";
 constexpr const char* kAddBos = "tokenizer.ggml.add_bos_token";
 constexpr const char* kAddEos = "tokenizer.ggml.add_eos_token";
+
+/// An integer value as int64 with UINT64 values beyond its range clamped to INT64_MAX (as_i64 would
+/// throw an error naming no key): for callers that range-check the result.
+int64_t clamped_i64(const Value& v) {
+    if (v.type() == ValueType::UINT64) return static_cast<int64_t>(std::min<uint64_t>(v.as_u64(), std::numeric_limits<int64_t>::max()));
+    return v.as_i64();
+}
 
 /// Reads the tokenizer keys of one file; every error names the file and the key.
 class KeyReader {
@@ -60,10 +68,10 @@ public:
         const Value* v = file_.find(key);
         if (!v) return kNoToken;
         if (!is_integer(v->type())) wrong_type(key, *v, "an integer");
-        const int64_t id = v->as_i64();
+        const int64_t id = clamped_i64(*v);
         if (id < 0 || static_cast<uint64_t>(id) >= n_tokens)
             fail(ErrorCode::InvalidArgument, key,
-                 "token id " + std::to_string(id) + " is outside the vocabulary (" + std::to_string(n_tokens) + " tokens)");
+                 "token id " + v->to_string() + " is outside the vocabulary (" + std::to_string(n_tokens) + " tokens)");
         return static_cast<TokenId>(id);
     }
 

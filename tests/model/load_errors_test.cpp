@@ -95,6 +95,23 @@ std::vector<Case> cases() {
          "kv_heads_not_dividing.gguf: key llama.attention.head_count_kv = 3 does not divide llama.attention.head_count = 4"},
         {"context_zero", {{{"llama.context_length", Value::u32(0)}}}, ErrorCode::BadModel,
          "context_zero.gguf: key llama.context_length = 0 is out of range \\(1 to 16777216\\)"},
+        // FLOAT64 values beyond float's range (their conversion is undefined) and below it.
+        {"rope_base_f64_huge", {{{"llama.rope.freq_base", Value::f64(1e300)}}}, ErrorCode::BadModel,
+         "rope_base_f64_huge.gguf: key llama.rope.freq_base = 1e\\+300 is out of range.*"},
+        {"rope_base_f64_tiny", {{{"llama.rope.freq_base", Value::f64(1e-300)}}}, ErrorCode::BadModel,
+         "rope_base_f64_tiny.gguf: key llama.rope.freq_base = 1e-300 is out of range.*"},
+        {"rope_factor_denormal",
+         {{{"llama.rope.scaling.type", Value::string("linear")}, {"llama.rope.scaling.factor", Value::f32(1e-45f)}}},
+         ErrorCode::BadModel, "rope_factor_denormal.gguf: key llama.rope.scaling.factor = .* is out of range.*"},
+        {"rope_factor_inf", {{{"llama.rope.scaling.factor", Value::f32(inf)}}}, ErrorCode::BadModel,
+         "rope_factor_inf.gguf: key llama.rope.scaling.factor = inf is out of range.*"},
+        // Positions and rope's n_ctx_orig are int32: a longer context was truncated when the graph was built.
+        {"context_beyond_int32", {{{"llama.context_length", Value::u64(uint64_t{1} << 32)}}}, ErrorCode::BadModel,
+         "context_beyond_int32.gguf: key llama.context_length = 4294967296 is out of range \\(1 to 16777216\\)"},
+        // A row length the weights' type (Q8_0, blocks of 32) cannot hold.
+        {"embedding_not_whole_blocks", {{{"llama.embedding_length", Value::u32(48)}}}, ErrorCode::BadModel,
+         "embedding_not_whole_blocks.gguf: tensor 'token_embd.weight' has shape \\[128, 160, 1, 1\\], the "
+         "hyper-parameters expect \\[48, 160, 1, 1\\]"},
         {"eps_string", {{{"llama.attention.layer_norm_rms_epsilon", Value::string("small")}}}, ErrorCode::BadModel,
          "eps_string.gguf: key llama.attention.layer_norm_rms_epsilon must be a float, found .*"},
         // An embedding length that divides by the heads but does not fit the tensors: the tensor is named.
@@ -136,6 +153,31 @@ INSTANTIATE_TEST_SUITE_P(Files, LoadErrors, ::testing::ValuesIn(cases()), [](con
 
 TEST(LoadErrors, TheUnchangedFileLoads) {
     EXPECT_NO_THROW(model::Model::load(rewritten("unchanged.gguf", {}), {&cpu::cpu_device()}));
+}
+
+// The ends of each float range load.
+TEST(LoadErrors, FloatsAtTheEndsOfTheirRangesLoad) {
+    using gguf::Value;
+    for (const auto& keys : std::vector<std::map<std::string, Value>>{
+             {{"llama.attention.layer_norm_rms_epsilon", Value::f32(1e-30f)}, {"llama.rope.freq_base", Value::f64(1e12)},
+              {"llama.rope.scaling.type", Value::string("linear")}, {"llama.rope.scaling.factor", Value::f32(1024)}},
+             {{"llama.attention.layer_norm_rms_epsilon", Value::f32(1)}, {"llama.rope.freq_base", Value::f32(1)},
+              {"llama.rope.scaling.type", Value::string("linear")}, {"llama.rope.scaling.factor", Value::f32(1.0f / 1024)}}})
+        EXPECT_NO_THROW(model::Model::load(rewritten("float-ends.gguf", Change(keys)), {&cpu::cpu_device()}));
+}
+
+// Every 2-D weight an integer type (the tiny llama fills them with seeded bytes).
+TEST(LoadErrors, IntegerMatrixWeightsAreRefused) {
+    test::TinyLlamaOptions opt;
+    opt.matrix_type = DType::I32;
+    const std::string path = test::write_tiny_llama(test::temp_dir() / "tiny-i32.gguf", opt).string();
+    try {
+        model::Model::load(path, {&cpu::cpu_device()});
+        FAIL() << "loaded";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::BadModel);
+        EXPECT_EQ(std::string(e.what()), path + ": tensor 'token_embd.weight' has the integer type I32, expected a float or quantized weight type");
+    }
 }
 
 // A file truncated after its tensor table was read (the reader's test hook cuts it in half right

@@ -41,6 +41,7 @@ std::filesystem::path write_tiny_llama(const std::filesystem::path& path, const 
         w.set("tokenizer.ggml.bos_token_id", gguf::Value::u32(0));
         w.set("tokenizer.ggml.add_bos_token", gguf::Value::boolean(true));
     }
+    for (const gguf::KeyValue& kv : opt.overrides) w.set(kv.key, kv.value);
 
     std::mt19937 rng(opt.seed);
     auto add = [&](const std::string& name, int64_t k, int64_t n, float scale, DType type) {
@@ -49,8 +50,12 @@ std::filesystem::path write_tiny_llama(const std::filesystem::path& path, const 
         std::vector<float> values(static_cast<size_t>(k * n));
         for (float& v : values) v = type == DType::F32 && n == 1 ? 1.0f + dist(rng) : dist(rng);
         std::vector<uint8_t> bytes(dtype_row_bytes(type, k) * static_cast<size_t>(n));
-        for (int64_t r = 0; r < n; ++r)
-            quant::quantize_row(type, values.data() + r * k, bytes.data() + r * dtype_row_bytes(type, k), k);
+        if (!quant::has_quantize(type)) {  // e.g. integer types: seeded bytes
+            for (uint8_t& b : bytes) b = static_cast<uint8_t>(rng());
+        } else {
+            for (int64_t r = 0; r < n; ++r)
+                quant::quantize_row(type, values.data() + r * k, bytes.data() + r * dtype_row_bytes(type, k), k);
+        }
         std::vector<int64_t> ne{k};
         if (n > 1) ne.push_back(n);
         w.add_tensor(name, type, ne, bytes.data(), bytes.size());

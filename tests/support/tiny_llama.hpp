@@ -7,13 +7,16 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "core/dtype.hpp"
+#include "gguf/value.hpp"
 
 namespace tessel::test {
 
 struct TinyLlamaOptions {
-    DType matrix_type = DType::Q8_0;  ///< type of the 2-D weights (norms stay F32)
+    DType matrix_type = DType::Q8_0;  ///< type of the 2-D weights (norms stay F32); types without a
+                                      ///< quantizer (integers) get seeded random bytes
     bool tied_output = false;         ///< omit output.weight (use token_embd)
     uint32_t seed = 7;
     std::string arch = "llama";  ///< general.architecture (the keys stay llama.*)
@@ -28,6 +31,8 @@ struct TinyLlamaOptions {
     int64_t n_ff = 256;
     int64_t n_head_kv = 2;       ///< 1, 2 or 4
     int64_t n_layer = 2;
+    /// Metadata set last, replacing keys of the same name (e.g. a hyper-parameter's bad value).
+    std::vector<gguf::KeyValue> overrides;
 };
 
 /// Writes the model to `path` (overwritten) and returns path.

@@ -137,6 +137,18 @@ TEST(VocabLoad, InconsistentContent) {
     expect_error(w, ErrorCode::InvalidArgument, "tokenizer.ggml.add_eos_token", "eos_token_id is missing");
 }
 
+// A UINT64 id beyond int64 (found by fuzz_model_load; the reader fixes the type of the BOS and EOS
+// ids only): Value::as_i64 threw an error that named neither the file nor the key ("GGUF UINT64
+// value ... does not fit in int64").
+TEST(VocabLoad, Uint64IdBeyondInt64NamesTheKey) {
+    TinyVocab tv;
+    for (const char* key : {"tokenizer.ggml.eot_token_id", "tokenizer.ggml.padding_token_id", "tokenizer.ggml.unknown_token_id"}) {
+        gguf::Writer w = tv.writer();
+        w.set(key, Value::u64(~uint64_t{0}));
+        expect_error(w, ErrorCode::InvalidArgument, key, "token id 18446744073709551615 is outside");
+    }
+}
+
 TEST(VocabLoad, MergeSplitsAtTheFirstSpaceAfterTheFirstByte) {
     TinyVocab tv;
     tv.merges = {"  x"};  // left " " (a raw space, as non-byte-level vocabs may have), right "x"
