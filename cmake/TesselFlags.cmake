@@ -26,7 +26,8 @@ endif()
 
 # libFuzzer targets (tests/fuzz) run library code, so in a TESSEL_FUZZ tree every target carries the
 # fuzzer's coverage instrumentation (-fsanitize=fuzzer-no-link: edge counters and comparison
-# tracing; the sanitizer runtime linked into every binary defines its callbacks). Only the fuzz
+# tracing; the sanitizer runtime linked into every binary defines its callbacks), compute kernels,
+# tools, tests and the fuzz harnesses excepted (fuzz_coverage_ignorelist.txt). Only the fuzz
 # targets link libFuzzer itself (-fsanitize=fuzzer, tests/fuzz/CMakeLists.txt). A fuzz tree is a
 # sanitizer tree: a crash found without AddressSanitizer and UBSan would say much less.
 if(TESSEL_FUZZ)
@@ -38,7 +39,13 @@ if(TESSEL_FUZZ)
     message(FATAL_ERROR "TESSEL_FUZZ needs TESSEL_SANITIZE=ON (the fuzz targets run the library under "
                         "AddressSanitizer + UBSan)")
   endif()
-  add_compile_options(-fsanitize=fuzzer-no-link)
+  # clang does not list the ignorelist among a source's dependencies: its hash in the flags makes an
+  # edit of it rebuild the tree.
+  set(tessel_fuzz_ignorelist ${CMAKE_CURRENT_LIST_DIR}/fuzz_coverage_ignorelist.txt)
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${tessel_fuzz_ignorelist})
+  file(MD5 ${tessel_fuzz_ignorelist} tessel_fuzz_ignorelist_md5)
+  add_compile_options(-fsanitize=fuzzer-no-link -fsanitize-coverage-ignorelist=${tessel_fuzz_ignorelist}
+                      -DTESSEL_FUZZ_COVERAGE_IGNORELIST_MD5=${tessel_fuzz_ignorelist_md5})
 endif()
 
 # Sanitizer trees check correctness, not speed: RelWithDebInfo there means -O1 with line tables only

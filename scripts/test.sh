@@ -12,7 +12,8 @@
 #      references (scripts/pyenv.sh reference); each idempotent
 #   2. release build (build/, g++), a Hexagon compile check of the NPU device runtime, a smoke run
 #   3. clang tree with AddressSanitizer + UBSan (build-san/): every target (the clang build check),
-#      all with libFuzzer's coverage instrumentation, libFuzzer linked into the fuzz targets; the
+#      the library with libFuzzer's coverage instrumentation (compute kernels, tools and tests
+#      excepted: cmake/fuzz_coverage_ignorelist.txt), libFuzzer linked into the fuzz targets; the
 #      three fuzzers (GGUF reader, model load, tokenizer) run TESSEL_FUZZ_SECONDS each (default 60),
 #      one after the other on one core, while the unit, GGUF, test-ops, model, CLI and NPU tests run
 #      there; a crashing input is kept in build-san/artifacts/
@@ -80,7 +81,7 @@ bash scripts/check-hexagon.sh
 phase "main job smoke run: the default model (fetched once into the cache), greedy"
 build/bin/tessel run --chat -p "What is the capital of France? Answer in one sentence." -n 32 --temp 0
 
-phase "clang sanitizer build (address + undefined, fuzzer coverage; every target, libFuzzer linked into the fuzz targets)"
+phase "clang sanitizer build (address + undefined, the library with fuzzer coverage; every target, libFuzzer linked into the fuzz targets)"
 CC=clang CXX=clang++ cmake -S . -B build-san -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DTESSEL_SANITIZE=ON -DTESSEL_FUZZ=ON -DTESSEL_BUILD_BENCH=OFF
 cmake --build build-san
