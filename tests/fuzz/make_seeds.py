@@ -6,8 +6,10 @@
 Their inputs are programs of choices (tests/fuzz/fuzz_input.hpp), not files: each seed names a
 starting model or pre-tokenizer, a few options and mutations, and a text. Indices into the fuzz
 targets' tables (kKeys, kFloats, ...) are written as the tables stand in fuzz_model_load.cpp; if the
-tables change, a seed still drives a valid run, only a different one. scripts/test.sh runs this
-into a fresh folder before each fuzzer run, so no seed files are committed.
+tables change, a seed still drives a valid run, only a different one (the seeds ctx_2_40 and
+inf_eps_huge_base hold out-of-range values that the load rejects: they keep those
+paths in the corpus). scripts/test.sh writes the seeds into a fresh folder at each run, so no seed
+files are committed.
 """
 import os
 import sys
