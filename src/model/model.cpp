@@ -68,7 +68,8 @@ std::shared_ptr<const Model> Model::load(const std::string& path, std::vector<De
     try {
         m->place_and_load();
     } catch (const Error& e) {  // errors of the placement and loading layers, named by file
-        if (std::string_view(e.what()).starts_with(path + ": ")) throw;
+        if (std::string_view(e.what()).starts_with(path + ": ") || e.code() == ErrorCode::Device || e.code() == ErrorCode::Environment)
+            throw;  // a device that could not start, or a setting, is not about the file
         throw Error(e.code(), path + ": " + e.what());
     }
     return m;

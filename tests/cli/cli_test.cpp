@@ -108,7 +108,8 @@ TEST_F(CliErrors, BadEnvironmentValueNamesTheVariable) {
     for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
              {"TESSEL_CPU_ISA", ""}, {"TESSEL_CPU_ISA", "avx9"}, {"TESSEL_CPU_PACKED", ""}, {"TESSEL_CPU_PACKED", "2"},
              {"TESSEL_CPU_CHUNK_MULT", "0"}, {"TESSEL_NPU_TIMEOUT_MS", "5"}, {"TESSEL_NPU_LINK", ""},
-             {"TESSEL_GGUF_MAX_METADATA", "0"}, {"TESSEL_GGUF_MAX_METADATA", "12k"}, {"TESSEL_GGUF_MAX_METADATA", ""}}) {
+             {"TESSEL_GGUF_MAX_METADATA", "0"}, {"TESSEL_GGUF_MAX_METADATA", "12k"}, {"TESSEL_GGUF_MAX_METADATA", ""},
+             {"TESSEL_NPU_DEVICE_EXE", "/nonexistent/tessel"}}) {
         test::CliOptions o;
         o.env = {name + "=" + value};
         const CliResult r = run_tessel({"run", "-m", model, "-p", "hi", "-n", "2", "--temp", "0"}, o);

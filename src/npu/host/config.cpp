@@ -1,5 +1,7 @@
 #include "npu/host/config.hpp"
 
+#include <unistd.h>
+
 #include <charconv>
 #include <cstdlib>
 #include <regex>
@@ -120,7 +122,10 @@ Config config_from_env() {
     c.mm_select = mm_select();
     c.dma = dma_mode();
     c.fault = fault_mode();
-    if (const auto v = env::get("TESSEL_NPU_DEVICE_EXE")) c.device_exe = *v;
+    if (const auto v = env::get("TESSEL_NPU_DEVICE_EXE")) {
+        if (access(v->c_str(), X_OK) != 0) bad("TESSEL_NPU_DEVICE_EXE", *v, "an executable file (the tessel binary)");
+        c.device_exe = *v;
+    }
     else c.device_exe = self_exe();
     return c;
 }
