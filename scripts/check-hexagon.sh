@@ -1,23 +1,16 @@
 #!/usr/bin/env bash
-# Compile check of the NPU device runtime for Hexagon (32-bit DSP, HVX v67, 128-byte vectors):
-# every src/npu/device/*.c except the host-only platform_posix.c and the host-ISA kernels (named
-# by the ISA suffix src/CMakeLists.txt uses: *_f16c.c, *_avx2.c, *_avx512*.c, *_amx.c), plus a translation unit that
-# includes the wire protocol header, compiled freestanding with clang 14. -nostdlibinc leaves only
-# the compiler's own headers (stdint.h, stddef.h): an include of a libc or OS header fails here.
-# Compiles only; nothing is linked or run. CLANG=... picks another clang.
+# Compile check of the NPU device runtime for Hexagon (32-bit DSP, HVX v67, 128-byte vectors): the
+# CMake target tessel_npu_device itself, configured with cmake/toolchains/hexagon.cmake in a
+# device-only tree (build-hexagon/). On a non-x86, freestanding target the target's source list
+# leaves out the host-ISA kernels (*_f16c.c, *_avx2.c, *_avx512*.c, *_amx.c) and the host-only
+# platform_posix.c. -nostdlibinc leaves only the compiler's own headers (stdint.h, stddef.h): an
+# include of a libc or OS header fails here. Compiles only; nothing is linked or run.
+# CLANG=... picks another clang.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 clang=${CLANG:-clang}
-flags=(--target=hexagon -mv67 -mhvx -mhvx-length=128b -ffreestanding -nostdlibinc -std=c11 -ffp-contract=off
-       -Wall -Wextra -Werror -I src)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-printf '#include "npu/proto/proto.h"\n' >"$work/proto_only.c"
-n=0
-for src in src/npu/device/*.c "$work/proto_only.c"; do
-  [[ $(basename "$src") == platform_posix.c ]] && continue
-  [[ $(basename "$src") =~ _(f16c|avx2|avx512[a-z0-9]*|amx)\.c$ ]] && continue
-  "$clang" "${flags[@]}" -c "$src" -o "$work/out.o"
-  n=$((n + 1))
-done
-echo "check-hexagon: $n translation units compile for hexagon (v67, HVX 128 B)"
+cmake -S . -B build-hexagon -G Ninja -DTESSEL_NPU_DEVICE_ONLY=ON -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/hexagon.cmake -DCMAKE_C_COMPILER="$clang" >/dev/null
+cmake --build build-hexagon
+n=$(find build-hexagon -name '*.c.obj' | wc -l)
+echo "check-hexagon: $n translation units of tessel_npu_device compile for hexagon (v67, HVX 128 B)"

@@ -10,7 +10,7 @@
 #   usage: check-isa-units.sh BUILD_DIR   (a configured and built tree)
 set -euo pipefail
 build=${1:?usage: check-isa-units.sh BUILD_DIR}
-objs=$(find "$build/src/CMakeFiles/tessel.dir/cpu" -name '*_avx512*.o' -o -name '*_amx.*o' | sort)
+objs=$(find "$build/src/CMakeFiles/tessel_cpu.dir/cpu" -name '*_avx512*.o' -o -name '*_amx.*o' | sort)
 if [[ -z "$objs" ]]; then
   echo "check-isa-units: no AVX-512 / AMX objects under $build (not an x86 build?)" >&2
   exit 1

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "backend/scheduler.hpp"
-#include "backend/weights.hpp"
+#include "model/weights.hpp"
 #include "benchmarks.hpp"
 #include "cpu/cpu_backend.hpp"
 #include "graph/builder.hpp"

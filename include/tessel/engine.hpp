@@ -46,7 +46,7 @@ class Model {
 public:
     /// Loads a GGUF model to run on `device`: "cpu", or "npu" (NPU0; or a registered name such
     /// as "npu1") with the CPU as the fallback for the nodes the NPU does not claim. Each weight is
-    /// placed where the device that uses it reads it (backend/weights.hpp). Throws tessel::Error:
+    /// placed where the device that uses it reads it (model/weights.hpp). Throws tessel::Error:
     /// Io / Gguf* (file), Unsupported (architecture, tensor type, tokenizer), BadModel (missing or
     /// misshapen key/tensor), InvalidArgument (an unknown device name, listing the devices),
     /// Device (the NPU's runtime could not be started).

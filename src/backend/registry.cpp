@@ -4,21 +4,11 @@
 #include <cctype>
 #include <string>
 
-#include "cpu/cpu_backend.hpp"
-#include "npu/host/device.hpp"
 #include "tessel/errors.hpp"
 
 namespace tessel {
 
-Registry::Registry() {
-    builtin_.push_back(&cpu::cpu_device());
-    npu::register_devices(*this);
-}
-
-Registry& Registry::global() {
-    static Registry r;
-    return r;
-}
+void Registry::add_builtin(Device& device) { builtin_.push_back(&device); }
 
 Device& Registry::add(std::unique_ptr<Device> device) {
     owned_.push_back(std::move(device));

@@ -1,4 +1,5 @@
-// The device registry: every device tessel can use, CPU first. Devices register at start-up;
+// A device registry: the devices a process can use, CPU first. The process-wide one, with the
+// built-in devices registered, is runtime::device_registry() (the composition root, runtime/devices.hpp);
 // optional entry points of a device are reached by name through Device::proc().
 #pragma once
 
@@ -12,9 +13,12 @@ namespace tessel {
 
 class Registry {
 public:
-    /// The process-wide registry, with the built-in devices (CPU) registered.
-    static Registry& global();
+    Registry() = default;
+    Registry(const Registry&) = delete;
+    Registry& operator=(const Registry&) = delete;
 
+    /// Adds a device that outlives the registry and that it does not own (e.g. the CPU device).
+    void add_builtin(Device& device);
     /// Adds a device the registry owns (e.g. an NPU session, or a test's fake device).
     Device& add(std::unique_ptr<Device> device);
     /// Removes a device previously added (tests); no-op when absent.
@@ -31,7 +35,6 @@ public:
     std::vector<Device*> run_devices(std::string_view name) const;
 
 private:
-    Registry();
     std::vector<Device*> builtin_;
     std::vector<std::unique_ptr<Device>> owned_;
 };

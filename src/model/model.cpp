@@ -5,7 +5,7 @@
 #include <map>
 #include <string_view>
 
-#include "backend/weights.hpp"
+#include "model/weights.hpp"
 #include "model/llama.hpp"
 #include "tessel/errors.hpp"
 

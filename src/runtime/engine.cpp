@@ -7,6 +7,7 @@
 #include "tessel/engine.hpp"
 #include "vocab/detokenize.hpp"
 #include "vocab/tokenizer.hpp"
+#include "runtime/devices.hpp"
 
 namespace tessel {
 namespace {
@@ -32,7 +33,7 @@ Model::~Model() = default;
 
 std::shared_ptr<const Model> Model::load(const std::string& path, const std::string& device) {
     std::shared_ptr<Model> m(new Model());
-    m->impl_ = model::Model::load(path, Registry::global().run_devices(device));
+    m->impl_ = model::Model::load(path, runtime::device_registry().run_devices(device));
     m->tok_ = std::make_unique<vocab::Tokenizer>(vocab::Vocab::load(m->impl_->file()));
     const model::Hparams& hp = m->impl_->hparams();
     if (m->tok_->vocab().size() != hp.n_vocab)

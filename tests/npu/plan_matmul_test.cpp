@@ -4,7 +4,7 @@
 // from tsl_npu_matmul_scratch's rule (proto.h), and the node declined once the VTCM is one byte short.
 #include <gtest/gtest.h>
 
-#include "backend/weights.hpp"
+#include "model/weights.hpp"
 #include "graph/builder.hpp"
 #include "graph/builder_attn.hpp"
 #include "npu/host/buffer.hpp"

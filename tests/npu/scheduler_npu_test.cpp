@@ -4,13 +4,13 @@
 // NPU0-HOST, which the device reads in place: the NPU's splits then need no input copies.
 // In-place writers (SET_ROWS into a tensor that already has memory, like the KV cache) run on a
 // backend that addresses that memory, so no write lands in a copy. Weights go to the NPU only for
-// uses the NPU claims (backend/weights.hpp).
+// uses the NPU claims (model/weights.hpp).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 
 #include "backend/scheduler.hpp"
-#include "backend/weights.hpp"
+#include "model/weights.hpp"
 #include "cpu/cpu_backend.hpp"
 #include "graph/builder.hpp"
 #include "npu/host/buffer.hpp"

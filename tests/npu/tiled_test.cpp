@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "backend/scheduler.hpp"
-#include "backend/weights.hpp"
+#include "model/weights.hpp"
 #include "cpu/cpu_backend.hpp"
 #include "graph/builder.hpp"
 #include "npu/host/buffer.hpp"

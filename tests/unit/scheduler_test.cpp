@@ -15,6 +15,7 @@
 #include "cpu/threadpool.hpp"
 #include "graph/builder.hpp"
 #include "tessel/errors.hpp"
+#include "runtime/devices.hpp"
 
 using namespace tessel;
 
@@ -285,7 +286,7 @@ TEST(Scheduler, RequiresACpuBackend) {
 }
 
 TEST(Registry, CpuIsRegisteredFirstAndDevicesCanBeAdded) {
-    Registry& r = Registry::global();
+    Registry& r = runtime::device_registry();
     ASSERT_FALSE(r.devices().empty());
     EXPECT_EQ(r.devices().front()->name(), "CPU");
     EXPECT_EQ(r.find("CPU"), &cpu::cpu_device());

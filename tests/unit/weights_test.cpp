@@ -3,7 +3,7 @@
 #include <cstring>
 #include <set>
 
-#include "backend/weights.hpp"
+#include "model/weights.hpp"
 #include "cpu/cpu_backend.hpp"
 #include "gguf/writer.hpp"
 #include "graph/builder.hpp"

@@ -15,6 +15,7 @@
 #include "cpu/packed/buffer.hpp"
 #include "runtime/model_fetch.hpp"
 #include "tessel/errors.hpp"
+#include "runtime/devices.hpp"
 
 namespace tessel::cli {
 
@@ -22,7 +23,7 @@ CLI::Validator device_validator() {
     return CLI::Validator(
         [](std::string& in) -> std::string {
             try {
-                Registry::global().run_devices(in);
+                runtime::device_registry().run_devices(in);
                 return {};
             } catch (const Error& e) {
                 return e.what();

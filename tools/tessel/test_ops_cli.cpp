@@ -11,6 +11,7 @@
 #include "commands.hpp"
 #include "tessel/errors.hpp"
 #include "test_ops.hpp"
+#include "runtime/devices.hpp"
 
 namespace tessel::cli {
 namespace {
@@ -53,9 +54,9 @@ test_ops::Options validate(const RawOptions& raw) {
 
     if (!raw.backends.empty()) {
         std::string known;
-        for (Device* d : Registry::global().devices()) known += (known.empty() ? "" : ", ") + d->name();
+        for (Device* d : runtime::device_registry().devices()) known += (known.empty() ? "" : ", ") + d->name();
         for (const std::string& name : split_list(raw.backends)) {
-            if (!Registry::global().find(name)) bad("-b", "no backend named '" + name + "' (available: " + known + ")");
+            if (!runtime::device_registry().find(name)) bad("-b", "no backend named '" + name + "' (available: " + known + ")");
             opt.backends.push_back(name);
         }
     }

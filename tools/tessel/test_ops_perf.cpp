@@ -16,6 +16,7 @@
 #include "backend/registry.hpp"
 #include "tessel/errors.hpp"
 #include "test_ops.hpp"
+#include "runtime/devices.hpp"
 
 namespace tessel::cli::test_ops {
 namespace {
@@ -122,7 +123,7 @@ void run_support(const Options& opt) {
     sel.ci = false;
     const std::vector<const Case*> cases = select_cases(all, sel);
     std::vector<Device*> devices;
-    for (Device* d : Registry::global().devices())
+    for (Device* d : runtime::device_registry().devices())
         if (opt.backends.empty() || std::find(opt.backends.begin(), opt.backends.end(), d->name()) != opt.backends.end())
             devices.push_back(d);
 

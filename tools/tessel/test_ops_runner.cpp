@@ -14,6 +14,7 @@
 #include "quant/quant.hpp"
 #include "tessel/errors.hpp"
 #include "test_ops.hpp"
+#include "runtime/devices.hpp"
 
 namespace tessel::cli::test_ops {
 
@@ -290,7 +291,7 @@ Output read_output(const Tensor& out) {
 
 std::vector<Subject> make_subjects(const Options& opt, const std::vector<int>& cpu_threads) {
     std::vector<Subject> out;
-    for (Device* dev : Registry::global().devices()) {
+    for (Device* dev : runtime::device_registry().devices()) {
         if (!opt.backends.empty() && std::find(opt.backends.begin(), opt.backends.end(), dev->name()) == opt.backends.end())
             continue;
         if (dev->kind() == DeviceKind::Cpu) {
@@ -492,7 +493,7 @@ int run_tests(const Options& opt) {
                         continue;
                     }
                     if (bt != &s.dev->buffer_type() && !bt->supports_use(*sub.out)) {
-                        // the placement rule (backend/weights.hpp) never stores this weight there
+                        // the placement rule (model/weights.hpp) never stores this weight there
                         skip(bt->name() + " does not serve this use (the weight stays in " + s.dev->buffer_type().name() + ")",
                              KernelKind::None);
                         continue;

@@ -23,7 +23,7 @@ typedef struct tsl_npu_batch {
  *    tsl_npu_block_size(counts), block 8-byte aligned -> TSL_NPU_ERR_BAD_BATCH;
  *  - buffers: fd mapped on the device (TSL_NPU_ERR_NO_MAPPING), size <= the mapping's (BAD_DESC);
  *  - tensors: buf < n_bufs, offset + size within the buffer (no u64 overflow), ne[i] >= 1 with at
- *    most 2^48 elements; for F32/F16/I32 every element inside [offset, offset + size) and offset
+ *    most 2^48 elements; for F32/F16/I32/I64 every element inside [offset, offset + size) and offset
  *    and strides multiples of the element size -> BAD_DESC;
  *  - ops: opcode known (UNKNOWN_OP), src/dst indices < n_tensors or TSL_NPU_NONE, the op's
  *    required src/dst present (BAD_DESC), then the op's own type/shape check, then its kparams

@@ -102,8 +102,8 @@ static inline int tsl_npu_same_shape(const tsl_npu_view* a, const tsl_npu_view* 
     return a->ne[0] == b->ne[0] && a->ne[1] == b->ne[1] && a->ne[2] == b->ne[2] && a->ne[3] == b->ne[3];
 }
 
-/* Whether a present operand of the op is stored as 32x32 tiles (TSL_NPU_TENSOR_REPACKED): the
- * ops so far read plain layouts only, so their checks answer TSL_NPU_ERR_BAD_TYPE. */
+/* Whether a present operand of the op is stored as 32x32 tiles (TSL_NPU_TENSOR_REPACKED): only
+ * GET_ROWS, MUL_MAT and MUL_MAT_ID read tiles; the other ops' checks answer TSL_NPU_ERR_BAD_TYPE. */
 static inline int tsl_npu_any_repacked(const tsl_npu_op_ctx* c) {
     for (int i = 0; i < TSL_NPU_MAX_SRC; ++i)
         if (c->src[i].data && (c->src[i].flags & TSL_NPU_TENSOR_REPACKED)) return 1;

@@ -23,7 +23,7 @@ struct DeviceBudget {
 
 /// Activation columns per weight matrix (MUL_MAT: src1's ne[1]; MUL_MAT_ID: routed columns per
 /// expert, on average) from which the matrix unit takes a tiled matmul: below it the vector
-/// kernel is faster on the virtual NPU (AMX vs AVX-512 VNNI, measured: docs/npu.md, "Matmul kernels").
+/// kernel is faster on the virtual NPU (AMX vs AVX-512 VNNI, measured: bench/results/npu-matrix-threshold-2026-12-01.md).
 inline constexpr int64_t kMatrixMinColumns = 16;
 
 /// The budget a device reports in its hwinfo (every matmul kernel allowed, DMA on).

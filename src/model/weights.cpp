@@ -1,4 +1,4 @@
-#include "backend/weights.hpp"
+#include "model/weights.hpp"
 
 #include <string>
 #include <vector>

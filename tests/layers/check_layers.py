@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Checks that the include rule between layers is exactly the CMake link graph.
+
+usage: check_layers.py BUILD_DIR
+
+BUILD_DIR/layer-graph.txt (written by src/CMakeLists.txt) lists each layer target with its
+source folders and the layers it links PUBLIC and PRIVATE. A layer may include the headers of
+itself, of the layers it links, and of what those link PUBLIC (transitively). For every pair of
+layers (A, B) this compiles, with the flags of one of A's own sources (compile_commands.json),
+a probe that includes one header of B: it must compile when B is allowed to A and must fail with
+"No such file or directory" for that header when it is not. Exit 0 when every probe agrees, 1
+otherwise (each disagreement printed), 2 on a usage or setup error.
+"""
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+
+
+def read_graph(build):
+    layers = {}
+    with open(os.path.join(build, "layer-graph.txt"), encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            name, dirs, public, private = line.split("|")
+            split = lambda s: [x for x in s.split(";") if x]
+            layers[name] = {"dirs": split(dirs), "public": split(public), "private": split(private)}
+    return layers
+
+
+def allowed(layers, name):
+    """name itself, its direct links, and everything they link PUBLIC, transitively."""
+    seen = {name}
+    todo = layers[name]["public"] + layers[name]["private"]
+    while todo:
+        dep = todo.pop()
+        if dep in seen:
+            continue
+        seen.add(dep)
+        todo.extend(layers[dep]["public"])
+    return seen
+
+
+def first_header(src, dirs):
+    for d in dirs:
+        for entry in sorted(os.listdir(os.path.join(src, d))):
+            if entry.endswith((".hpp", ".h")):
+                return f"{d}/{entry}"
+    return None
+
+
+def probe_command(commands, src, layer_dirs):
+    """The compile command of one of the layer's sources, as an argument list without -o/-c."""
+    for c in commands:
+        rel = os.path.relpath(c["file"], src)
+        if any(rel.startswith(d + "/") for d in layer_dirs):
+            args = shlex.split(c["command"])
+            out, skip = [], False
+            for a in args:
+                if skip:
+                    skip = False
+                    continue
+                if a in ("-o", "-c"):
+                    skip = True
+                    continue
+                if a in ("-MD", "-MMD") or a.startswith(("-MF", "-MT", "-MQ")):
+                    continue
+                out.append(a)
+            return out, rel.endswith(".c")
+    return None, False
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    build = sys.argv[1]
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src")
+    src = os.path.realpath(src)
+    layers = read_graph(build)
+    with open(os.path.join(build, "compile_commands.json"), encoding="utf-8") as f:
+        commands = json.load(f)
+    headers = {name: first_header(src, l["dirs"]) for name, l in layers.items()}
+    failures, probes = [], 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for a, la in sorted(layers.items()):
+            cmd, is_c = probe_command(commands, src, la["dirs"])
+            if cmd is None:
+                print(f"check_layers: no compile command for a source of {a}", file=sys.stderr)
+                return 2
+            ok_set = allowed(layers, a)
+            for b in sorted(layers):
+                header = headers[b]
+                # The C device runtime cannot include a C++ header even when allowed; only the
+                # C layer's own headers are probed from C.
+                if is_c and not header.endswith(".h"):
+                    if b in ok_set:
+                        continue
+                probe = os.path.join(tmp, "probe.c" if is_c else "probe.cpp")
+                with open(probe, "w", encoding="utf-8") as f:
+                    f.write(f'#include "{header}"\n')
+                r = subprocess.run(cmd + ["-fsyntax-only", probe], capture_output=True, text=True, cwd=build)
+                probes += 1
+                missing = r.returncode != 0 and f"{header}: No such file or directory" in r.stderr
+                if b in ok_set and r.returncode != 0:
+                    failures.append(f"{a} links {b} but cannot include {header}:\n{r.stderr.strip()}")
+                elif b not in ok_set and not missing:
+                    what = "compiles" if r.returncode == 0 else "fails for another reason:\n" + r.stderr.strip()
+                    failures.append(f"{a} does not link {b}, yet an include of {header} {what}")
+            print(f"{a:20s} may include: {', '.join(sorted(x.removeprefix('tessel_') for x in ok_set))}")
+    for f in failures:
+        print("FAIL:", f)
+    print(f"check_layers: {probes} probes, {len(failures)} disagreements with the link graph")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
