@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "tessel/export.h"
+
 namespace tessel {
 
 /// Error categories. The GGUF ones map one-to-one to the reader's validation checks.
@@ -20,6 +22,7 @@ enum class ErrorCode {
     Device,              ///< an accelerator answered an error status, stopped answering or died
     Environment,         ///< a TESSEL_* environment variable is empty or invalid (docs/config.md)
     OutOfMemory,         ///< what was asked for needs more memory than the process may take
+    Cancelled,           ///< a caller's callback asked to stop (ModelParams::progress returned false)
     // GGUF validation categories (see src/gguf/reader.hpp)
     GgufBadMagic,            ///< first 4 bytes are not "GGUF"
     GgufUnsupportedVersion,  ///< version other than 2 or 3
@@ -41,10 +44,10 @@ enum class ErrorCode {
 };
 
 /// Short stable name of a code, e.g. "gguf-truncated".
-const char* error_code_name(ErrorCode code);
+TESSEL_API const char* error_code_name(ErrorCode code);
 
 /// The one exception type tessel throws for bad input. what() is a single line.
-class Error : public std::runtime_error {
+class TESSEL_API Error : public std::runtime_error {
 public:
     Error(ErrorCode code, const std::string& message) : std::runtime_error(message), code_(code) {}
     ErrorCode code() const noexcept { return code_; }
