@@ -13,6 +13,8 @@
 namespace tessel {
 
 /// Error categories. The GGUF ones map one-to-one to the reader's validation checks.
+/// New codes go before the GGUF group and get a status in include/tessel.h; GgufLimit stays last
+/// (the C API's tessel_status_name walks the codes up to it).
 enum class ErrorCode {
     Io,                  ///< open/read/mmap/write failed (errno text in the message)
     InvalidArgument,     ///< bad flag, value or API argument
