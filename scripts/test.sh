@@ -10,7 +10,8 @@
 #   1. dependencies (scripts/install-deps.sh), the pinned llama-cpp-python sdist for the tokenizer
 #      conformance test (scripts/peer/fetch-sdist.sh) and the numpy + gguf venv of the float64
 #      references (scripts/pyenv.sh reference); each idempotent
-#   2. release build (build/, g++), a Hexagon compile check of the NPU device runtime, a smoke run
+#   2. release build (build/, g++), a Hexagon compile check of the NPU device runtime (its CMake
+#      target in a device-only tree, build-hexagon/), a smoke run, the Python package's tests
 #   3. clang tree with AddressSanitizer + UBSan (build-san/): every target (the clang build check),
 #      the library with libFuzzer's coverage instrumentation (compute kernels, tools and tests
 #      excepted: cmake/fuzz_coverage_ignorelist.txt), libFuzzer linked into the fuzz targets; the
@@ -80,6 +81,9 @@ bash scripts/check-hexagon.sh
 
 phase "main job smoke run: the default model (fetched once into the cache), greedy"
 build/bin/tessel run --chat -p "What is the capital of France? Answer in one sentence." -n 32 --temp 0
+
+phase "Python package: a fresh venv outside the tree, pip install of python/, pytest (scripts/test-python.sh)"
+bash scripts/test-python.sh build
 
 phase "clang sanitizer build (address + undefined, the library with fuzzer coverage; every target, libFuzzer linked into the fuzz targets)"
 CC=clang CXX=clang++ cmake -S . -B build-san -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \

@@ -1,0 +1,142 @@
+"""tessel.Context (a KV cache and compute buffers on a model: decode, logits, cache edits) and
+tessel.Sampler (the sampler chain of tessel/sampling.hpp)."""
+from __future__ import annotations
+
+import array
+import ctypes
+from typing import Optional, Sequence
+
+from . import _lib
+from ._core import check, lib
+from .model import Model
+
+
+class Context:
+    """A context on `model`. n_ctx: KV cells (0: the model's training context, at most 4096);
+    n_threads: CPU threads (0: physical cores); flash_attn: "auto", "on" or "off"; type_k/type_v:
+    "f16", "f32" or "q8_0". Raises tessel.Error ("invalid-argument", "out-of-memory")."""
+
+    def __init__(self, model: Model, n_ctx: int = 0, n_threads: int = 0, n_ubatch: int = 512,
+                 flash_attn: str = "auto", type_k: str = "f16", type_v: str = "f16"):
+        l = lib()
+        if flash_attn not in _lib.FLASH_ATTN:
+            raise ValueError(f"flash_attn {flash_attn!r}: expected one of {sorted(_lib.FLASH_ATTN)}")
+        p = l.tessel_context_default_params()
+        p.n_ctx, p.n_threads, p.n_ubatch = n_ctx, n_threads, n_ubatch
+        p.flash_attn = _lib.FLASH_ATTN[flash_attn]
+        p.type_k, p.type_v = type_k.encode(), type_v.encode()
+        handle = ctypes.c_void_p()
+        check(l.tessel_context_new(model._h, ctypes.byref(p), ctypes.byref(handle)))
+        self._h = handle
+        self.model = model
+        self.n_ctx = int(l.tessel_context_n_ctx(self._h))
+
+    def close(self) -> None:
+        """Frees the context. Called when collected."""
+        if getattr(self, "_h", None):
+            lib().tessel_context_free(self._h)
+            self._h = None
+
+    def __del__(self):
+        self.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def decode(self, tokens: Sequence[int], pos: int = 0, seq: int = 0, all_logits: bool = False) -> None:
+        """Decodes `tokens` as sequence `seq` at positions pos, pos+1, ...; keeps the logits of
+        the last token (every token's with all_logits). Raises tessel.Error: "invalid-argument"
+        naming a bad entry, "context-full"."""
+        n = len(tokens)
+        batch = (_lib.BatchToken * max(1, n))()
+        for i, t in enumerate(tokens):
+            batch[i].token, batch[i].pos, batch[i].seq = t, pos + i, seq
+            batch[i].logits = all_logits or i == n - 1
+        check(lib().tessel_decode(self._h, batch, n))
+
+    @property
+    def n_outputs(self) -> int:
+        """Logit vectors the last decode kept."""
+        return int(lib().tessel_n_outputs(self._h))
+
+    def logits(self, i: int = -1) -> array.array:
+        """A copy of the i-th kept logit vector of the last decode (n_vocab floats, 'f' array);
+        negative i counts from the end. Raises tessel.Error ("invalid-argument") past the end."""
+        ptr = self._logits_ptr(i)
+        out = array.array("f", bytes(ctypes.sizeof(ctypes.c_float) * self.model.n_vocab))
+        ctypes.memmove(out.buffer_info()[0], ptr, len(out) * out.itemsize)
+        return out
+
+    def _logits_ptr(self, i: int):
+        if i < 0:
+            i += self.n_outputs
+        if i < 0:
+            raise IndexError(f"logits {i - self.n_outputs}: the last decode kept {self.n_outputs}")
+        ptr = ctypes.POINTER(ctypes.c_float)()
+        check(lib().tessel_get_logits(self._h, i, ctypes.byref(ptr)))
+        return ptr
+
+    def kv_seq_rm(self, seq: int, p0: int, p1: int = -1) -> None:
+        """Removes positions [p0, p1) of sequence seq (p1 < 0: to the end; seq < 0: every sequence)."""
+        check(lib().tessel_kv_seq_rm(self._h, seq, p0, p1))
+
+    def kv_seq_cp(self, src: int, dst: int, p0: int = 0, p1: int = -1) -> None:
+        """Makes sequence dst share positions [p0, p1) of src."""
+        check(lib().tessel_kv_seq_cp(self._h, src, dst, p0, p1))
+
+    def kv_seq_pos_max(self, seq: int = 0) -> int:
+        """The largest position of seq in the cache, or -1."""
+        pos = ctypes.c_int32()
+        check(lib().tessel_kv_seq_pos_max(self._h, seq, ctypes.byref(pos)))
+        return pos.value
+
+    def kv_clear(self) -> None:
+        """Empties the cache."""
+        check(lib().tessel_kv_clear(self._h))
+
+
+class Sampler:
+    """Picks tokens from logits: penalties, then greedy (temp <= 0) or top-k, top-p, min-p,
+    temperature and a seeded draw (seed None: random). Raises tessel.Error naming a bad field."""
+
+    def __init__(self, n_vocab: int, temp: float = 0.8, top_k: int = 40, top_p: float = 0.95, min_p: float = 0.05,
+                 repeat_penalty: float = 1.0, repeat_last_n: int = 64, presence_penalty: float = 0.0,
+                 frequency_penalty: float = 0.0, seed: Optional[int] = None):
+        l = lib()
+        p = l.tessel_sampler_default_params()
+        p.temp, p.top_k, p.top_p, p.min_p = temp, top_k, top_p, min_p
+        p.repeat_penalty, p.repeat_last_n = repeat_penalty, repeat_last_n
+        p.presence_penalty, p.frequency_penalty = presence_penalty, frequency_penalty
+        p.seed = _lib.RANDOM_SEED if seed is None else seed
+        handle = ctypes.c_void_p()
+        check(l.tessel_sampler_new(ctypes.byref(p), n_vocab, ctypes.byref(handle)))
+        self._h = handle
+
+    def close(self) -> None:
+        if getattr(self, "_h", None):
+            lib().tessel_sampler_free(self._h)
+            self._h = None
+
+    def __del__(self):
+        self.close()
+
+    def sample(self, ctx: Context, i: int = -1) -> int:
+        """The token picked from ctx's i-th kept logits of its last decode (not recorded: accept())."""
+        token = ctypes.c_int32()
+        check(lib().tessel_sampler_sample(self._h, ctx._logits_ptr(i), ctypes.byref(token)))
+        return token.value
+
+    def accept(self, token: int) -> None:
+        """Records `token` in the penalty history."""
+        check(lib().tessel_sampler_accept(self._h, token))
+
+    @property
+    def seed(self) -> int:
+        """The seed in use (the drawn one when seed was None)."""
+        return int(lib().tessel_sampler_seed(self._h))
+
+
+__all__ = ["Context", "Sampler"]

@@ -1,0 +1,124 @@
+"""tessel.Model: a loaded GGUF model (tessel_model), its tokenizer and chat template."""
+from __future__ import annotations
+
+import ctypes
+from typing import Callable, Iterable, Optional, Sequence, Union
+
+from . import _lib
+from ._core import Error, check, lib, text_out
+
+Text = Union[str, bytes]
+
+
+def _bytes(text: Text) -> bytes:
+    return text.encode("utf-8") if isinstance(text, str) else bytes(text)
+
+
+class Model:
+    """A GGUF model loaded for `device` ("cpu", "npu", "npu1", ...) or `devices` (a list in
+    priority order; the CPU is always added last). `vocab_only` loads the tokenizer and
+    hyper-parameters only (no Context then). `progress(fraction)` is called as weights load,
+    fraction 0..1; returning False cancels (Error "cancelled"); an exception it raises cancels the
+    load and is raised again. Raises tessel.Error (e.g. status "io" naming a missing file)."""
+
+    def __init__(self, path: str, device: str = "cpu", *, devices: Optional[Sequence[str]] = None,
+                 vocab_only: bool = False, progress: Optional[Callable[[float], bool]] = None):
+        l = lib()
+        names = [d.encode() for d in (devices if devices is not None else [device])]
+        p = l.tessel_model_default_params()
+        arr = (ctypes.c_char_p * max(1, len(names)))(*names)
+        p.devices = ctypes.cast(arr, ctypes.POINTER(ctypes.c_char_p))
+        p.n_devices = len(names)
+        p.vocab_only = vocab_only
+        raised = []
+        if progress is not None:
+            def on_progress(fraction, _user):
+                try:
+                    return bool(progress(fraction))
+                except BaseException as e:  # re-raised after the load stops
+                    raised.append(e)
+                    return False
+            p.progress = _lib.PROGRESS(on_progress)
+        handle = ctypes.c_void_p()
+        status = l.tessel_model_load(str(path).encode(), ctypes.byref(p), ctypes.byref(handle))
+        if raised:
+            raise raised[0]
+        check(status)
+        self._h = handle
+        info = _lib.ModelInfo()
+        check(l.tessel_model_get_info(self._h, ctypes.byref(info)))
+        self.info = {name: (getattr(info, name).decode() if isinstance(getattr(info, name), bytes) else getattr(info, name))
+                     for name, _ in _lib.ModelInfo._fields_}
+        self.n_vocab = int(info.n_vocab)
+
+    def close(self) -> None:
+        """Frees the model (contexts made from it keep it alive). Called when collected."""
+        if getattr(self, "_h", None):
+            lib().tessel_model_free(self._h)
+            self._h = None
+
+    def __del__(self):
+        self.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def tokenize(self, text: Text, add_special: bool = True, parse_special: bool = False) -> list[int]:
+        """Token ids of `text` (str as UTF-8, or bytes). add_special: BOS/EOS as the model says;
+        parse_special: special-token text such as "<|im_start|>" becomes that token."""
+        data = _bytes(text)
+        n = ctypes.c_size_t(0)
+        cap = len(data) + 8
+        while True:
+            out = (ctypes.c_int32 * cap)()
+            status = lib().tessel_tokenize(self._h, data, len(data), add_special, parse_special, out, cap, ctypes.byref(n))
+            if status != _lib.TESSEL_ERROR_BUFFER_TOO_SMALL:
+                check(status)
+                return list(out[: n.value])
+            cap = n.value
+
+    def detokenize_bytes(self, tokens: Iterable[int], special: bool = False) -> bytes:
+        """The bytes of `tokens` concatenated (control tokens as text only when `special`)."""
+        ids = list(tokens)
+        arr = (ctypes.c_int32 * max(1, len(ids)))(*ids)
+        return text_out(lambda buf, size, n: lib().tessel_detokenize(self._h, arr, len(ids), special, buf, size, n))
+
+    def detokenize(self, tokens: Iterable[int], special: bool = False) -> str:
+        """detokenize_bytes() decoded as UTF-8 (invalid bytes become U+FFFD)."""
+        return self.detokenize_bytes(tokens, special).decode("utf-8", "replace")
+
+    def is_eog(self, token: int) -> bool:
+        """True for an end-of-generation token (eos, eot, <|im_end|>, ...)."""
+        return bool(lib().tessel_token_is_eog(self._h, token))
+
+    @property
+    def chat_template(self) -> str:
+        """The model's tokenizer.chat_template ("" when it has none)."""
+        return lib().tessel_model_chat_template(self._h).decode("utf-8", "replace")
+
+    def apply_chat_template(self, messages: Sequence[dict], add_generation_prompt: bool = True,
+                            template: Optional[str] = None) -> str:
+        """Renders [{"role": ..., "content": ...}, ...] as this model's chat prompt (or with
+        `template`: a template text or one of "chatml", "llama3", "gemma", "phi3")."""
+        return apply_chat_template(template if template is not None else self.chat_template, messages, add_generation_prompt)
+
+
+def apply_chat_template(template: str, messages: Sequence[dict], add_generation_prompt: bool = True) -> str:
+    """Renders messages with `template` (a model's chat template text or a built-in name).
+    Raises Error "unsupported" for an unknown template, "invalid-argument" for a bad role."""
+    msgs = (_lib.ChatMessage * max(1, len(messages)))()
+    keep = []
+    for i, m in enumerate(messages):
+        role, content = _bytes(m["role"]), _bytes(m["content"])
+        keep += [role, content]
+        msgs[i].role, msgs[i].content = role, content
+    tmpl = template.encode()
+    out = text_out(lambda buf, size, n: lib().tessel_chat_apply_template(tmpl, msgs, len(messages), add_generation_prompt,
+                                                                          buf, size, n), 1024)
+    return out.decode("utf-8", "replace")
+
+
+__all__ = ["Model", "apply_chat_template"]
