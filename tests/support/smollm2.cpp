@@ -1,12 +1,12 @@
 #include "support/smollm2.hpp"
 
 #include "runtime/context.hpp"
-#include "runtime/model_fetch.hpp"
+#include "common/model_fetch.hpp"
 
 namespace tessel::test {
 
 std::filesystem::path smollm2_path() {
-    return runtime::model_cache_dir() / runtime::default_model_source().file_name;
+    return tools::model_cache_dir() / tools::default_model_source().file_name;
 }
 
 std::vector<NodeRun> last_graph_runs(Context& ctx) {

@@ -7,7 +7,7 @@
 #include "commands.hpp"
 #include "run_options.hpp"
 #include "runtime/chat_template.hpp"
-#include "runtime/generate.hpp"
+#include "common/generate.hpp"
 #include "vocab/detokenize.hpp"
 #include "vocab/tokenizer.hpp"
 
@@ -45,8 +45,8 @@ private:
     vocab::Utf8Stream stream_;
 };
 
-void report(const runtime::GenerateStats& st, const Context& ctx) {
-    if (st.stop == runtime::StopReason::ContextFull)
+void report(const tools::GenerateStats& st, const Context& ctx) {
+    if (st.stop == tools::StopReason::ContextFull)
         std::fprintf(stderr, "\ntessel: the context is full (%lld tokens): generation stopped (raise -c)\n", static_cast<long long>(ctx.n_ctx()));
     std::fprintf(stderr, "\ntessel: prompt %lld tokens, %.2f tokens/s; generated %lld tokens, %.2f tokens/s\n",
                  static_cast<long long>(st.n_prompt), st.t_prompt > 0 ? st.n_prompt / st.t_prompt : 0.0,
@@ -73,15 +73,15 @@ void run(const RunOptions& o) {
         tokens = model->tokenize(text, true, false);
     }
     Context ctx(model, context_params(o.model));
-    runtime::require_prompt_fits(ctx, 0, tokens.size());
+    tools::require_prompt_fits(ctx, 0, tokens.size());
     Sampler sampler(o.sampling, static_cast<int32_t>(model->info().n_vocab));
     loaded.report();
-    runtime::GenerateParams gp;
+    tools::GenerateParams gp;
     gp.n_predict = o.n_predict;
     gp.n_batch = o.model.n_batch;
     Printer print(*model);
     int32_t n_past = 0;
-    const auto st = runtime::generate(ctx, *model, sampler, tokens, n_past, gp, [&](int32_t t) { print(t); });
+    const auto st = tools::generate(ctx, *model, sampler, tokens, n_past, gp, [&](int32_t t) { print(t); });
     print.finish();
     std::fputc('\n', stdout);
     report(st, ctx);
@@ -119,12 +119,12 @@ void chat(const RunOptions& o) {
         int32_t n_past = static_cast<int32_t>(keep);
         std::string reply;
         Printer print(*model);
-        runtime::GenerateParams gp;
+        tools::GenerateParams gp;
         gp.n_predict = o.n_predict;
         gp.n_batch = o.model.n_batch;
         std::vector<int32_t> generated;
         const std::vector<int32_t> fresh(all.begin() + static_cast<std::ptrdiff_t>(keep), all.end());
-        const auto st = runtime::generate(ctx, *model, sampler, fresh, n_past, gp, [&](int32_t t) {
+        const auto st = tools::generate(ctx, *model, sampler, fresh, n_past, gp, [&](int32_t t) {
             print(t);
             generated.push_back(t);
             reply += model->token_to_piece(t);
@@ -135,7 +135,7 @@ void chat(const RunOptions& o) {
         cached.insert(cached.end(), generated.begin(), generated.begin() + (n_past - static_cast<int32_t>(cached.size())));
         msgs.push_back({"assistant", reply});
         report(st, ctx);
-        if (st.stop == runtime::StopReason::ContextFull) {
+        if (st.stop == tools::StopReason::ContextFull) {
             std::fprintf(stderr, "tessel chat: the context is full, the chat ends (raise -c for longer chats)\n");
             break;
         }

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <sstream>
 
-#include "commands.hpp"
+#include "dev/commands.hpp"
 #include "core/cpu_features.hpp"
 #include "gguf/writer.hpp"
 #include "graph/graph.hpp"
@@ -19,7 +19,7 @@
 #include "runtime/context.hpp"
 #include "tessel/errors.hpp"
 
-namespace tessel::cli {
+namespace tessel::cli::dev {
 namespace {
 
 /// t's elements in ne order as a contiguous tensor of t's type (block types: whole rows, which
@@ -99,6 +99,7 @@ void add_trace_command(CLI::App& app) {
     auto o = std::make_shared<Options>();
     o->model.n_ctx = 256;
     CLI::App* cmd = app.add_subcommand("trace", "Write what a device computed (nodes of a prompt and a decode graph, logits) for numerical checks");
+    cmd->group(kDeveloperGroup);
     add_model_options(*cmd, o->model);
     cmd->add_option("-f,--file", o->prompts, "Prompts, one per line")->required();
     cmd->add_option("-o,--output", o->out, "Output GGUF file")->required();
@@ -157,4 +158,4 @@ void add_trace_command(CLI::App& app) {
     });
 }
 
-}  // namespace tessel::cli
+}  // namespace tessel::cli::dev
