@@ -1,6 +1,7 @@
 // tessel's public API: load a model once, make contexts from it, decode batches, read logits.
+// The C API (include/tessel.h) is a C-shaped shell over this one.
 //
-//   auto model = tessel::Model::load("model.gguf");
+//   auto model = tessel::Model::load("model.gguf", tessel::ModelParams{});
 //   tessel::Context ctx(model, {});
 //   auto ids = model->tokenize("Hello", /*add_special=*/true, /*parse_special=*/false);
 //   std::vector<tessel::BatchToken> batch;  // (token, position, sequence, wants logits)
@@ -14,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -22,12 +24,38 @@
 #include <vector>
 
 #include "tessel/errors.hpp"
+#include "tessel/export.h"
 
 namespace tessel {
 
 namespace model { class Model; }
-namespace vocab { class Tokenizer; }
+namespace vocab { class Tokenizer; class Utf8Stream; }
 namespace runtime { class Context; }
+
+/// The library's version, "MAJOR.MINOR.PATCH" (the CMake project version it was built as).
+TESSEL_API const char* version();
+
+/// How Model::load reads a model.
+struct ModelParams {
+    /// Devices to run on, in priority order, by name: "cpu"; "npu" (the first NPU, NPU0); a
+    /// registered name in any case, e.g. "npu1" (tessel::devices() lists them). The CPU is
+    /// always added last: it runs the nodes no accelerator claims. Empty: {"cpu"}.
+    std::vector<std::string> devices{"cpu"};
+    /// tessel reads weights one way: copied with pread into the devices' buffers (where the
+    /// CPU's packed kernels and the NPU's tiles need them repacked anyway; a file truncated while
+    /// it loads is then an error, not a SIGBUS), the metadata through a read-only mapping that is
+    /// dropped as it is parsed. Weights are never served from a mapping of the file, so true is
+    /// accepted, changes nothing, and is reported once per load as a Warn log message (log.hpp).
+    bool use_mmap = false;
+    /// Read the hyper-parameters and the vocabulary only, no weights: for tokenize, detokenize
+    /// and chat templates. A Context cannot be made from such a model (InvalidArgument).
+    bool vocab_only = false;
+    /// Called on the loading thread with the fraction of weight bytes loaded, 0..1: 0 before the
+    /// first weight is read, then after each weight, 1 at the end. Returning false cancels the
+    /// load: Model::load throws Error(Cancelled) naming the file, and everything loaded so far is
+    /// freed. Not called with vocab_only. An exception it throws leaves Model::load unchanged.
+    std::function<bool(float fraction)> progress;
+};
 
 /// Facts about a loaded model.
 struct ModelInfo {
@@ -39,17 +67,38 @@ struct ModelInfo {
     int64_t n_embd = 0, n_layer = 0, n_head = 0, n_head_kv = 0;
     int64_t n_params = 0;   ///< weight elements
     uint64_t size = 0;      ///< bytes of weight data
-    std::string type;       ///< file type by majority of matrix weights, e.g. "Q4_1"
+    std::string type;       ///< file type by majority of matrix weights, e.g. "Q4_1"; "" with vocab_only
+    bool vocab_only = false;  ///< loaded with ModelParams::vocab_only (n_params and size are 0)
 };
 
-class Model {
+/// One message of a conversation.
+struct ChatMessage {
+    std::string role;  ///< "system", "user" or "assistant"
+    std::string content;
+};
+
+/// Renders `messages` as the prompt text of a chat model. `chat_template` is either a model's
+/// tokenizer.chat_template (Model::chat_template()), recognised by fingerprint as one of the
+/// built-in formats, or one of their names: "chatml", "llama3", "gemma", "phi3".
+/// add_generation_prompt ends the text with the opening of an assistant turn. The output is what
+/// the model's Jinja template renders (HF transformers settings), with the documented
+/// differences of src/runtime/chat_template.hpp (BOS left to the tokenizer, Gemma's system turn
+/// folded into the next user turn). Throws tessel::Error: Unsupported "unknown chat template
+/// (...), known: chatml, llama3, gemma, phi3" for an empty or unrecognised template,
+/// InvalidArgument for no messages or a role other than system/user/assistant.
+TESSEL_API std::string apply_chat_template(std::string_view chat_template, std::span<const ChatMessage> messages,
+                                           bool add_generation_prompt);
+
+class TESSEL_API Model {
 public:
-    /// Loads a GGUF model to run on `device`: "cpu", or "npu" (NPU0; or a registered name such
-    /// as "npu1") with the CPU as the fallback for the nodes the NPU does not claim. Each weight is
-    /// placed where the device that uses it reads it (backend/weights.hpp). Throws tessel::Error:
-    /// Io / Gguf* (file), Unsupported (architecture, tensor type, tokenizer), BadModel (missing or
-    /// misshapen key/tensor), InvalidArgument (an unknown device name, listing the devices),
-    /// Device (the NPU's runtime could not be started).
+    /// Loads a GGUF model to run on params.devices. Each weight is placed where the device that
+    /// uses it reads it (backend/weights.hpp). Throws tessel::Error: Io / Gguf* (file, named),
+    /// Unsupported (architecture, tensor type, tokenizer), BadModel (missing or misshapen
+    /// key/tensor, naming the file and key or tensor), InvalidArgument (an unknown device name,
+    /// listing the devices), Device (the NPU's runtime could not be started), Environment (a
+    /// TESSEL_* variable), Cancelled (params.progress returned false), OutOfMemory.
+    static std::shared_ptr<const Model> load(const std::string& path, const ModelParams& params);
+    /// Shorthand for load(path, ModelParams{.devices = {device}}).
     static std::shared_ptr<const Model> load(const std::string& path, const std::string& device = "cpu");
     ~Model();
 
@@ -58,8 +107,11 @@ public:
     /// Token ids of `text`; add_special adds BOS/EOS as the model's tokenizer says;
     /// parse_special turns special-token text (e.g. "<|im_start|>") into those tokens.
     std::vector<int32_t> tokenize(std::string_view text, bool add_special, bool parse_special) const;
-    /// Bytes of one token (special tokens render as their text only when `special`).
+    /// Bytes of one token (special tokens render as their text only when `special`); may be
+    /// part of a UTF-8 character. Throws Error(InvalidArgument) for a token outside 0..n_vocab-1.
     std::string token_to_piece(int32_t token, bool special = false) const;
+    /// The concatenated bytes of `tokens` (token_to_piece of each). Throws like token_to_piece.
+    std::string detokenize(std::span<const int32_t> tokens, bool special = false) const;
     /// End-of-generation tokens (eos, eot, <|im_end|>, <|endoftext|>, ...).
     bool is_eog(int32_t token) const;
     int32_t bos() const;  ///< BOS id, or -1
@@ -90,6 +142,29 @@ struct ContextParams {
     std::string type_v = "f16";
 };
 
+/// Generated tokens -> text, one token at a time, never cutting a UTF-8 character in two: a
+/// character whose bytes span several tokens is held back until its last byte arrives. Bytes
+/// that can never become valid UTF-8 are passed on as they are.
+class TESSEL_API Detokenizer {
+public:
+    /// `special`: control tokens render as their text (as token_to_piece).
+    explicit Detokenizer(std::shared_ptr<const Model> model, bool special = false);
+    ~Detokenizer();
+    Detokenizer(Detokenizer&&) noexcept;
+    Detokenizer& operator=(Detokenizer&&) noexcept;
+
+    /// Adds `token`'s bytes; returns the text complete so far (possibly empty). Throws
+    /// Error(InvalidArgument) for a token outside the vocabulary (nothing is added).
+    std::string push(int32_t token);
+    /// Returns what is still held back (an unfinished character at the end) and starts afresh.
+    std::string flush();
+
+private:
+    std::shared_ptr<const Model> model_;
+    bool special_;
+    std::unique_ptr<vocab::Utf8Stream> stream_;
+};
+
 /// One entry of a decode batch.
 struct BatchToken {
     int32_t token = 0;
@@ -98,9 +173,10 @@ struct BatchToken {
     bool logits = false;  ///< keep this entry's logits
 };
 
-class Context {
+class TESSEL_API Context {
 public:
-    /// Throws tessel::Error(InvalidArgument) for bad parameters.
+    /// Throws tessel::Error: InvalidArgument for bad parameters or a model loaded vocab_only,
+    /// OutOfMemory naming the bytes the KV cache and compute buffers need and those available.
     Context(std::shared_ptr<const Model> model, const ContextParams& params);
     ~Context();
     Context(const Context&) = delete;

@@ -8,9 +8,13 @@
 #include <stdexcept>
 #include <string>
 
+#include "tessel/export.h"
+
 namespace tessel {
 
 /// Error categories. The GGUF ones map one-to-one to the reader's validation checks.
+/// New codes go before the GGUF group and get a status in include/tessel.h; GgufLimit stays last
+/// (the C API's tessel_status_name walks the codes up to it).
 enum class ErrorCode {
     Io,                  ///< open/read/mmap/write failed (errno text in the message)
     InvalidArgument,     ///< bad flag, value or API argument
@@ -20,6 +24,7 @@ enum class ErrorCode {
     Device,              ///< an accelerator answered an error status, stopped answering or died
     Environment,         ///< a TESSEL_* environment variable is empty or invalid (docs/config.md)
     OutOfMemory,         ///< what was asked for needs more memory than the process may take
+    Cancelled,           ///< a caller's callback asked to stop (ModelParams::progress returned false)
     // GGUF validation categories (see src/gguf/reader.hpp)
     GgufBadMagic,            ///< first 4 bytes are not "GGUF"
     GgufUnsupportedVersion,  ///< version other than 2 or 3
@@ -41,10 +46,10 @@ enum class ErrorCode {
 };
 
 /// Short stable name of a code, e.g. "gguf-truncated".
-const char* error_code_name(ErrorCode code);
+TESSEL_API const char* error_code_name(ErrorCode code);
 
 /// The one exception type tessel throws for bad input. what() is a single line.
-class Error : public std::runtime_error {
+class TESSEL_API Error : public std::runtime_error {
 public:
     Error(ErrorCode code, const std::string& message) : std::runtime_error(message), code_(code) {}
     ErrorCode code() const noexcept { return code_; }

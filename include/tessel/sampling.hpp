@@ -34,6 +34,8 @@
 #include <memory>
 #include <span>
 
+#include "tessel/export.h"
+
 namespace tessel {
 
 /// `SamplerParams::seed` value that asks for a random seed (std::random_device), as llama.cpp's
@@ -57,7 +59,7 @@ struct SamplerParams {
 
 /// Samples tokens from logits with the chain described at the top of this header.
 /// Not thread-safe: one Sampler per generating sequence.
-class Sampler {
+class TESSEL_API Sampler {
 public:
     /// Throws tessel::Error (InvalidArgument) naming the field when a parameter is out of range,
     /// or when n_vocab <= 0.

@@ -12,12 +12,11 @@
 
 #include "backend/buffer.hpp"
 #include "graph/graph.hpp"
+#include "tessel/device.hpp"
 
 namespace tessel {
 
 class Backend;
-
-enum class DeviceKind { Cpu, Accel };
 
 /// How a device runs a node: not at all, with its reference kernel, or with a fast kernel of its
 /// kernel tables (test-ops counts each, docs/test-ops.md).

@@ -77,4 +77,13 @@ std::vector<Device*> Registry::run_devices(std::string_view name) const {
     return {chosen, cpu};
 }
 
+std::vector<Device*> Registry::run_devices(std::span<const std::string> names) const {
+    std::vector<Device*> out;
+    for (const std::string& name : names)
+        for (Device* d : run_devices(name))
+            if (d->kind() != DeviceKind::Cpu && std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
+    out.push_back(run_devices("cpu").front());
+    return out;
+}
+
 }  // namespace tessel

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <memory>
+#include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -29,6 +31,10 @@ public:
     /// name starts with NPU); a registered name in any case (e.g. "npu1") -> [that device, CPU].
     /// Throws tessel::Error(InvalidArgument) "unknown device 'X' (devices: cpu, npu = NPU0, ...)".
     std::vector<Device*> run_devices(std::string_view name) const;
+    /// The devices a model runs on for a list of user device names (each as above), in the
+    /// list's order without repeats, the CPU last whether or not the list names it; an empty list
+    /// is ["cpu"]. Throws like run_devices(name) for an unknown name.
+    std::vector<Device*> run_devices(std::span<const std::string> names) const;
 
 private:
     Registry();

@@ -29,6 +29,7 @@ const char* error_code_name(ErrorCode code) {
         case ErrorCode::Device: return "device";
         case ErrorCode::Environment: return "environment";
         case ErrorCode::OutOfMemory: return "out-of-memory";
+        case ErrorCode::Cancelled: return "cancelled";
     }
     return "unknown";
 }

@@ -20,8 +20,10 @@ Tensor* Model::weight(const std::string& name, std::initializer_list<int64_t> ne
     if (!info) throw Error(ErrorCode::BadModel, file_.name() + ": missing tensor '" + name + "'");
     std::array<int64_t, kMaxDims> expected{1, 1, 1, 1};
     std::copy(ne.begin(), ne.end(), expected.begin());
-    auto dims = [](const int64_t* d) {
-        return "[" + std::to_string(d[0]) + ", " + std::to_string(d[1]) + ", " + std::to_string(d[2]) + ", " + std::to_string(d[3]) + "]";
+    auto dims = [](const int64_t* d) {  // appended piece by piece: g++ 12 warns falsely (-Wrestrict) on "[" + string
+        std::string out = "[";
+        for (int i = 0; i < kMaxDims; ++i) out += std::to_string(d[i]) + (i + 1 < kMaxDims ? ", " : "]");
+        return out;
     };
     if (!std::equal(expected.begin(), expected.end(), info->ne))
         throw Error(ErrorCode::BadModel, what + " has shape " + dims(info->ne) + ", the hyper-parameters expect " + dims(expected.data()));
@@ -38,7 +40,7 @@ Tensor* Model::weight(const std::string& name, std::initializer_list<int64_t> ne
     return &t;
 }
 
-std::shared_ptr<const Model> Model::load(const std::string& path, std::vector<Device*> devices) {
+std::shared_ptr<const Model> Model::load(const std::string& path, std::vector<Device*> devices, const LoadOptions& options) {
     if (devices.empty() || devices.back()->kind() != DeviceKind::Cpu)
         throw Error(ErrorCode::InvalidArgument, path + ": a model needs a CPU device last in its device list (the fallback)");
     std::shared_ptr<Model> m(new Model(gguf::File::open(path), std::move(devices)));
@@ -47,6 +49,7 @@ std::shared_ptr<const Model> Model::load(const std::string& path, std::vector<De
     const gguf::TensorInfo* embd = m->file_.find_tensor("token_embd.weight");
     if (!embd) throw Error(ErrorCode::BadModel, path + ": missing tensor 'token_embd.weight'");
     hp.n_vocab = embd->ne[1];
+    if (options.vocab_only) return m;
     const int64_t E = hp.n_embd, Dq = hp.n_head * hp.head_dim, Dkv = hp.n_embd_kv(), F = hp.n_ff;
     m->tok_embd_ = m->weight("token_embd.weight", {E, hp.n_vocab});
     m->output_norm_ = m->weight("output_norm.weight", {E}, true);
@@ -66,7 +69,7 @@ std::shared_ptr<const Model> Model::load(const std::string& path, std::vector<De
         m->layers_.push_back(w);
     }
     try {
-        m->place_and_load();
+        m->place_and_load(options.progress);
     } catch (const Error& e) {  // errors of the placement and loading layers, named by file
         if (std::string_view(e.what()).starts_with(path + ": ") || e.code() == ErrorCode::Device || e.code() == ErrorCode::Environment)
             throw;  // a device that could not start, or a setting, is not about the file
@@ -77,7 +80,7 @@ std::shared_ptr<const Model> Model::load(const std::string& path, std::vector<De
 
 // Buffer types are chosen from the nodes that read each weight in a one-token graph (the ops
 // and source types of any other batch size are the same).
-void Model::place_and_load() {
+void Model::place_and_load(const std::function<bool(float)>& progress) {
     Graph probe;
     std::vector<KvLayer> kv;
     for (int64_t il = 0; il < hp_.n_layer; ++il)
@@ -94,7 +97,18 @@ void Model::place_and_load() {
     for (Tensor& t : tensors_) by_type[&choose_weight_buffer_type(devs_, t, uses[&t])].push_back(&t);
     for (auto& [bt, list] : by_type)
         for (auto& buf : allocate_weights(*bt, list)) buffers_.push_back(std::move(buf));
-    for (Tensor& t : tensors_) load_weight(file_, t);
+    uint64_t total = 0, done = 0;
+    for (const Tensor& t : tensors_) total += t.n_bytes();
+    auto report = [&] {
+        if (progress && !progress(total ? static_cast<float>(static_cast<double>(done) / static_cast<double>(total)) : 1.0f))
+            throw Error(ErrorCode::Cancelled, file_.name() + ": loading cancelled by the progress callback");
+    };
+    report();
+    for (Tensor& t : tensors_) {
+        load_weight(file_, t);
+        done += t.n_bytes();
+        report();
+    }
 }
 
 size_t Model::weight_bytes() const {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,6 +32,17 @@ struct LayerWeights {
     Tensor* w_down = nullptr;     ///< [F, E]
 };
 
+/// What Model::load does besides the default (every weight loaded, no progress reports).
+struct LoadOptions {
+    /// Read the hyper-parameters only: no weight is checked, placed or read (a model for
+    /// tokenizing; n_vocab still comes from token_embd.weight's shape).
+    bool vocab_only = false;
+    /// Called with the fraction of weight bytes loaded, 0 before the first weight is read, then
+    /// after each weight, 1 after the last; returning false cancels the load
+    /// (Error(Cancelled) naming the file). Not called with vocab_only.
+    std::function<bool(float)> progress;
+};
+
 class Model {
 public:
     /// Opens and validates `path`, reads the hyper-parameters, checks every tensor the
@@ -39,8 +51,9 @@ public:
     /// per weight chosen by choose_weight_buffer_type from the nodes of a one-token graph that
     /// read it). Contexts run on the same devices. Throws tessel::Error: Io / Gguf* for the file,
     /// Unsupported for an unknown architecture or tensor type, BadModel naming a missing or
-    /// misshapen tensor or key, InvalidArgument when `devices` does not end with a CPU device.
-    static std::shared_ptr<const Model> load(const std::string& path, std::vector<Device*> devices);
+    /// misshapen tensor or key, InvalidArgument when `devices` does not end with a CPU device,
+    /// Cancelled when options.progress returned false.
+    static std::shared_ptr<const Model> load(const std::string& path, std::vector<Device*> devices, const LoadOptions& options = {});
 
     const Hparams& hparams() const { return hp_; }
     const gguf::File& file() const { return file_; }
@@ -50,6 +63,8 @@ public:
     Tensor* tok_embd() const { return tok_embd_; }       ///< [E, n_vocab]
     Tensor* output_norm() const { return output_norm_; } ///< F32 [E]
     Tensor* output() const { return output_; }           ///< [E, n_vocab] (token_embd when tied)
+    /// False for a model loaded with LoadOptions::vocab_only (no weights: it cannot run).
+    bool has_weights() const { return !tensors_.empty(); }
     /// Bytes of weight data in device buffers.
     size_t weight_bytes() const;
     /// Number of weight elements (parameters).
@@ -62,7 +77,7 @@ public:
 private:
     Model(gguf::File file, std::vector<Device*> devices);
     Tensor* weight(const std::string& name, std::initializer_list<int64_t> ne, bool f32_only = false);
-    void place_and_load();
+    void place_and_load(const std::function<bool(float)>& progress);
 
     gguf::File file_;
     std::vector<Device*> devs_;

@@ -24,6 +24,8 @@
 #include <string>
 #include <string_view>
 
+#include "tessel/engine.hpp"
+
 namespace tessel::runtime {
 
 enum class ChatFormat {
@@ -46,10 +48,7 @@ struct ChatTemplate {
     std::string system_preamble;
 };
 
-struct ChatMessage {
-    std::string role;  ///< "system", "user" or "assistant"
-    std::string content;
-};
+using tessel::ChatMessage;  // {role: "system", "user" or "assistant"; content}
 
 struct ChatOptions {
     bool add_generation_prompt = true;  ///< end with the opening of an assistant turn

@@ -3,6 +3,8 @@
 #include <map>
 
 #include "backend/registry.hpp"
+#include "core/log.hpp"
+#include "runtime/chat_template.hpp"
 #include "runtime/context.hpp"
 #include "tessel/engine.hpp"
 #include "vocab/detokenize.hpp"
@@ -31,8 +33,19 @@ constexpr const char* kEogTexts[] = {"<|im_end|>", "<|endoftext|>", "<|eot_id|>"
 Model::~Model() = default;
 
 std::shared_ptr<const Model> Model::load(const std::string& path, const std::string& device) {
+    ModelParams params;
+    params.devices = {device};
+    return load(path, params);
+}
+
+std::shared_ptr<const Model> Model::load(const std::string& path, const ModelParams& params) {
+    if (params.use_mmap)
+        log(LogLevel::Warn, path + ": use_mmap has no effect: tessel copies weights into device buffers (ModelParams::use_mmap)");
+    model::LoadOptions options;
+    options.vocab_only = params.vocab_only;
+    options.progress = params.progress;
     std::shared_ptr<Model> m(new Model());
-    m->impl_ = model::Model::load(path, Registry::global().run_devices(device));
+    m->impl_ = model::Model::load(path, Registry::global().run_devices(params.devices), options);
     m->tok_ = std::make_unique<vocab::Tokenizer>(vocab::Vocab::load(m->impl_->file()));
     const model::Hparams& hp = m->impl_->hparams();
     if (m->tok_->vocab().size() != hp.n_vocab)
@@ -50,7 +63,8 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const std::str
     i.n_head_kv = hp.n_head_kv;
     i.n_params = m->impl_->n_params();
     i.size = m->impl_->weight_bytes();
-    i.type = majority_type(m->impl_->file());
+    i.type = params.vocab_only ? "" : majority_type(m->impl_->file());
+    i.vocab_only = params.vocab_only;
     return m;
 }
 
@@ -65,6 +79,12 @@ std::string Model::token_to_piece(int32_t token, bool special) const {
     if (!tok_->vocab().valid(token))
         throw Error(ErrorCode::InvalidArgument, "token " + std::to_string(token) + " outside the vocabulary");
     return vocab::token_to_piece(tok_->vocab(), token, special);
+}
+
+std::string Model::detokenize(std::span<const int32_t> tokens, bool special) const {
+    for (int32_t t : tokens)
+        if (!tok_->vocab().valid(t)) throw Error(ErrorCode::InvalidArgument, "token " + std::to_string(t) + " outside the vocabulary");
+    return vocab::detokenize(tok_->vocab(), tokens, special);
 }
 
 bool Model::is_eog(int32_t token) const {
@@ -84,8 +104,37 @@ std::string Model::chat_template() const {
     return v && v->type() == gguf::ValueType::STRING ? v->as_string() : std::string();
 }
 
+std::string apply_chat_template(std::string_view chat_template, std::span<const ChatMessage> messages, bool add_generation_prompt) {
+    bool is_name = false;
+    for (const char* name : {"chatml", "llama3", "gemma", "phi3"}) is_name = is_name || chat_template == name;
+    const runtime::ChatTemplate t =
+        is_name ? runtime::chat_template_from_name(chat_template) : runtime::detect_chat_template(chat_template);
+    runtime::ChatOptions o;
+    o.add_generation_prompt = add_generation_prompt;
+    return runtime::format_chat(t, messages, o);
+}
+
+Detokenizer::Detokenizer(std::shared_ptr<const Model> model, bool special)
+    : model_(std::move(model)), special_(special), stream_(std::make_unique<vocab::Utf8Stream>()) {}
+Detokenizer::~Detokenizer() = default;
+Detokenizer::Detokenizer(Detokenizer&&) noexcept = default;
+Detokenizer& Detokenizer::operator=(Detokenizer&&) noexcept = default;
+
+std::string Detokenizer::push(int32_t token) { return stream_->push(model_->token_to_piece(token, special_)); }
+std::string Detokenizer::flush() { return stream_->flush(); }
+
+namespace {
+
+std::shared_ptr<const model::Model> runnable(const Model& m) {
+    if (m.info().vocab_only)
+        throw Error(ErrorCode::InvalidArgument, m.info().file + ": the model was loaded vocab_only: it has no weights to run a context");
+    return m.impl_ptr();
+}
+
+}  // namespace
+
 Context::Context(std::shared_ptr<const Model> model, const ContextParams& params)
-    : model_(std::move(model)), impl_(std::make_unique<runtime::Context>(model_->impl_ptr(), params)) {}
+    : model_(std::move(model)), impl_(std::make_unique<runtime::Context>(runnable(*model_), params)) {}
 Context::~Context() = default;
 
 void Context::decode(std::span<const BatchToken> batch) { impl_->decode(batch); }

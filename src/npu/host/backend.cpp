@@ -1,9 +1,9 @@
 #include "npu/host/backend.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 
+#include "core/log.hpp"
 #include "npu/host/device.hpp"
 #include "npu/host/session.hpp"
 #include "npu/host/buffer.hpp"
@@ -86,7 +86,7 @@ void NpuBackend::graph_compute(const std::vector<Tensor*>& nodes, uint64_t graph
             ++cache_hits_;
             last_nodes_.assign(nodes.begin(), nodes.end());
             if (session_.config().verbose)
-                std::fprintf(stderr, "npu: %s graph %llu from the translation cache (%zu batches)\n", session_.name().c_str(),
+                tessel::logf(LogLevel::Debug, "npu: %s graph %llu from the translation cache (%zu batches)", session_.name().c_str(),
                              static_cast<unsigned long long>(graph_uid), it->batches.size());
             return;
         }
@@ -109,7 +109,7 @@ void NpuBackend::graph_compute(const std::vector<Tensor*>& nodes, uint64_t graph
             std::memcpy(batch_.last_op().kparams, op.kparams.data(), op.kparams.size());
             if (profile) batch_.describe_last(profile_text(*node));
             if (verbose)
-                std::fprintf(stderr, "npu: %s op %u %s %s\n", session_.name().c_str(), idx, op_name(node->op), describe(*node).c_str());
+                tessel::logf(LogLevel::Debug, "npu: %s op %u %s %s", session_.name().c_str(), idx, op_name(node->op), describe(*node).c_str());
         }
         if (recording_ && !batch_.empty()) recording_->push_back(batch_);  // recorded now, sent by the next flush
     } catch (...) {

@@ -1,8 +1,8 @@
 #include "npu/host/opqueue.hpp"
 
-#include <cstdio>
 #include <cstring>
 
+#include "core/log.hpp"
 #include "npu/host/opbatch.hpp"
 #include "tessel/errors.hpp"
 
@@ -14,7 +14,7 @@ OpQueue::OpQueue(Link& link, const std::string& name, uint32_t depth, uint64_t s
     if (const int32_t st = link_.map(*mem_, 0); st != TSL_NPU_OK)
         throw Error(ErrorCode::Io, name_ + ": the device did not map the op queue (" + tsl_npu_status_name(st) + ")");
     if (verbose_)
-        std::fprintf(stderr, "npu: %s opqueue depth %u slot %llu bytes shm %zu bytes\n", name_.c_str(), depth_,
+        tessel::logf(LogLevel::Debug, "npu: %s opqueue depth %u slot %llu bytes shm %zu bytes", name_.c_str(), depth_,
                      static_cast<unsigned long long>(slot_bytes_), mem_->size());
 }
 
@@ -39,18 +39,18 @@ int32_t OpQueue::push(const OpBatch& batch) {
     if (print_profile_) slot.details = batch.op_details();
     slot.pushed = std::chrono::steady_clock::now();
     if (verbose_)
-        std::fprintf(stderr, "npu: %s batch #%llu push: bufs %u tensors %u ops %u bytes %llu mapped %llu\n", name_.c_str(),
+        tessel::logf(LogLevel::Debug, "npu: %s batch #%llu push: bufs %u tensors %u ops %u bytes %llu mapped %llu", name_.c_str(),
                      static_cast<unsigned long long>(seq), slot.req.n_bufs, slot.req.n_tensors, slot.req.n_ops,
                      static_cast<unsigned long long>(slot.req.block_size), static_cast<unsigned long long>(batch.mapped_bytes()));
     if (verbose_ > 1) {
         const auto* b = reinterpret_cast<const tsl_npu_buf_desc*>(mem_->data() + slot.req.block_offset);
         for (uint32_t i = 0; i < slot.req.n_bufs; ++i)
-            std::fprintf(stderr, "npu: %s batch #%llu buf %u: fd %d size %llu flags %u\n", name_.c_str(),
+            tessel::logf(LogLevel::Debug, "npu: %s batch #%llu buf %u: fd %d size %llu flags %u", name_.c_str(),
                          static_cast<unsigned long long>(seq), i, b[i].fd, static_cast<unsigned long long>(b[i].size), b[i].flags);
         const auto* t = reinterpret_cast<const tsl_npu_tensor_desc*>(mem_->data() + slot.req.block_offset +
                                                                      tsl_npu_block_tensors_offset(slot.req.n_bufs));
         for (uint32_t i = 0; i < slot.req.n_tensors; ++i)
-            std::fprintf(stderr, "npu: %s batch #%llu tensor %u: buf %u offset %llu size %llu type %u ne [%lld, %lld, %lld, %lld]\n",
+            tessel::logf(LogLevel::Debug, "npu: %s batch #%llu tensor %u: buf %u offset %llu size %llu type %u ne [%lld, %lld, %lld, %lld]",
                          name_.c_str(), static_cast<unsigned long long>(seq), i, t[i].buf,
                          static_cast<unsigned long long>(t[i].offset), static_cast<unsigned long long>(t[i].size), t[i].type,
                          static_cast<long long>(t[i].ne[0]), static_cast<long long>(t[i].ne[1]), static_cast<long long>(t[i].ne[2]),
@@ -70,11 +70,11 @@ void OpQueue::print_profile(uint64_t seq, const Slot& slot, const tsl_npu_batch_
         const std::string& detail = i < slot.details.size() ? slot.details[i] : std::string();
         // counter 1: ns the workers spent reshaping weights for a unit (summed over workers)
         const std::string reshape = r.counters[1] ? "  reshape " + std::to_string(r.counters[1] / 1000) + " us (all workers)" : "";
-        std::fprintf(stderr, "npu-profile: %s #%llu op %zu %-10s %10.1f us %12llu cycles  %s%s\n", name_.c_str(),
+        tessel::logf(LogLevel::Info, "npu-profile: %s #%llu op %zu %-10s %10.1f us %12llu cycles  %s%s", name_.c_str(),
                      static_cast<unsigned long long>(seq), i, profile_[i].op.c_str(), us, static_cast<unsigned long long>(r.cycles),
                      detail.c_str(), reshape.c_str());
     }
-    std::fprintf(stderr, "npu-profile: %s #%llu batch: %u/%u ops, %.1f us on the device, %.1f us from push to answer, %s\n",
+    tessel::logf(LogLevel::Info, "npu-profile: %s #%llu batch: %u/%u ops, %.1f us on the device, %.1f us from push to answer, %s",
                  name_.c_str(), static_cast<unsigned long long>(seq), rsp.n_done, rsp.n_ops,
                  static_cast<double>(last_batch_ns_) / 1e3, host_us, tsl_npu_status_name(rsp.status));
 }
@@ -98,7 +98,7 @@ int32_t OpQueue::pop() {
     for (uint32_t i = 0; i < rsp.n_done; ++i) profile_.push_back({slot.ops[i], rec[i]});
     if (print_profile_) print_profile(want, slot, rsp);
     if (verbose_)
-        std::fprintf(stderr, "npu: %s batch #%llu done: status %s ops %u/%u %.1f us\n", name_.c_str(),
+        tessel::logf(LogLevel::Debug, "npu: %s batch #%llu done: status %s ops %u/%u %.1f us", name_.c_str(),
                      static_cast<unsigned long long>(want), tsl_npu_status_name(rsp.status), rsp.n_done, rsp.n_ops,
                      static_cast<double>(last_batch_ns_) / 1e3);
     if (rsp.status != TSL_NPU_OK) {

@@ -1,8 +1,8 @@
 #include "npu/host/session.hpp"
 
-#include <cstdio>
 #include <cstring>
 
+#include "core/log.hpp"
 #include "npu/device/device.h"
 #include "tessel/errors.hpp"
 
@@ -25,7 +25,7 @@ Session::Session(const std::string& name, const Config& cfg) : name_(name), cfg_
     if (const int32_t st = link_->map(*fences_, TSL_NPU_BUF_FENCE); st != TSL_NPU_OK)
         throw Error(ErrorCode::Device, name_ + ": the device did not map the fence buffer (" + tsl_npu_status_name(st) + ")");
     if (cfg_.verbose)
-        std::fprintf(stderr, "npu: %s session open: %s, %s link, protocol %u, %u threads, vtcm %llu bytes\n", name_.c_str(),
+        tessel::logf(LogLevel::Debug, "npu: %s session open: %s, %s link, protocol %u, %u threads, vtcm %llu bytes", name_.c_str(),
                      hwinfo_.name, link_->kind() == LinkKind::Process ? "process" : "inproc", hwinfo_.proto_version,
                      hwinfo_.n_threads, static_cast<unsigned long long>(hwinfo_.vtcm_bytes));
 }
@@ -56,7 +56,7 @@ void Session::fail(int32_t status, const std::string& detail) {
     status_ = status;
     error_ = name_ + ": " + detail + ": " + tsl_npu_status_name(static_cast<uint32_t>(status));
     if (status == TSL_NPU_ERR_TIMEOUT) error_ += " (no progress within TESSEL_NPU_TIMEOUT_MS=" + std::to_string(cfg_.timeout_ms) + ")";
-    if (cfg_.verbose) std::fprintf(stderr, "npu: %s failed: %s\n", name_.c_str(), error_.c_str());
+    if (cfg_.verbose) tessel::logf(LogLevel::Debug, "npu: %s failed: %s", name_.c_str(), error_.c_str());
 }
 
 void Session::throw_error() const { throw Error(ErrorCode::Device, error_); }
