@@ -1,6 +1,7 @@
 #include "support/smollm2.hpp"
 
 #include "runtime/context.hpp"
+#include "runtime/engine_access.hpp"
 #include "common/model_fetch.hpp"
 
 namespace tessel::test {
@@ -11,7 +12,7 @@ std::filesystem::path smollm2_path() {
 
 std::vector<NodeRun> last_graph_runs(Context& ctx) {
     std::vector<NodeRun> out;
-    for (const Scheduler::Split& sp : ctx.impl().scheduler().splits())
+    for (const Scheduler::Split& sp : runtime::EngineAccess::context(ctx).scheduler().splits())
         for (const Tensor* n : sp.nodes)
             if (!op_is_view(n->op)) out.push_back({std::string(op_name(n->op)) + " " + n->name, sp.backend->name(), sp.backend->kernel_name(*n)});
     return out;

@@ -11,8 +11,8 @@
 #include <limits>
 #include <string>
 
-#include "backend/registry.hpp"
 #include "common/model_fetch.hpp"
+#include "tessel/device.hpp"
 #include "tessel/errors.hpp"
 #include "tessel/system.hpp"
 
@@ -22,7 +22,7 @@ CLI::Validator device_validator() {
     return CLI::Validator(
         [](std::string& in) -> std::string {
             try {
-                Registry::global().run_devices(in);
+                resolve_device(in);
                 return {};
             } catch (const Error& e) {
                 return e.what();

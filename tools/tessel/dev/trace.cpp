@@ -17,6 +17,7 @@
 #include "graph/graph.hpp"
 #include "run_options.hpp"
 #include "runtime/context.hpp"
+#include "runtime/engine_access.hpp"
 #include "tessel/errors.hpp"
 
 namespace tessel::cli::dev {
@@ -117,7 +118,7 @@ void add_trace_command(CLI::App& app) {
         const auto& model = loaded.model;
         Context ctx(model, context_params(o->model));
         loaded.report();
-        runtime::Context& rc = ctx.impl();
+        runtime::Context& rc = runtime::EngineAccess::context(ctx);
         rc.keep_intermediates();
         const int64_t n_vocab = model->info().n_vocab;
 
