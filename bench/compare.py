@@ -35,7 +35,7 @@ MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 def cache_dir() -> Path:
-    # Same rule as tessel (src/runtime/model_fetch.cpp): a relative XDG_CACHE_HOME is ignored.
+    # Same rule as tessel (tools/common/model_fetch.cpp): a relative XDG_CACHE_HOME is ignored.
     xdg = os.environ.get("XDG_CACHE_HOME", "")
     return (Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache") / "tessel"
 

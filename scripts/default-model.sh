@@ -4,7 +4,7 @@
 #
 #   model=$(scripts/default-model.sh [TESSEL_BINARY])      (default binary: build/bin/tessel)
 #
-# Same cache rule as tessel (src/runtime/model_fetch.cpp): ${XDG_CACHE_HOME:-$HOME/.cache}/tessel/models,
+# Same cache rule as tessel (tools/common/model_fetch.cpp): ${XDG_CACHE_HOME:-$HOME/.cache}/tessel/models,
 # a relative XDG_CACHE_HOME being ignored.
 set -euo pipefail
 tessel=${1:-build/bin/tessel}

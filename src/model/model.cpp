@@ -45,11 +45,15 @@ std::shared_ptr<const Model> Model::load(const std::string& path, std::vector<De
         throw Error(ErrorCode::InvalidArgument, path + ": a model needs a CPU device last in its device list (the fallback)");
     std::shared_ptr<Model> m(new Model(gguf::File::open(path), std::move(devices)));
     Hparams& hp = m->hp_;
+    if (options.vocab_only) {  // tokenizer.* keys are all it needs (llama.cpp's vocab-only files: any architecture, no tensors)
+        for (auto [key, field] : {std::pair{"general.architecture", &hp.arch}, std::pair{"general.name", &hp.name}})
+            if (const gguf::Value* v = m->file_.find(key); v && v->type() == gguf::ValueType::STRING) *field = v->as_string();
+        return m;
+    }
     hp = read_hparams(m->file_);
     const gguf::TensorInfo* embd = m->file_.find_tensor("token_embd.weight");
     if (!embd) throw Error(ErrorCode::BadModel, path + ": missing tensor 'token_embd.weight'");
     hp.n_vocab = embd->ne[1];
-    if (options.vocab_only) return m;
     const int64_t E = hp.n_embd, Dq = hp.n_head * hp.head_dim, Dkv = hp.n_embd_kv(), F = hp.n_ff;
     m->tok_embd_ = m->weight("token_embd.weight", {E, hp.n_vocab});
     m->output_norm_ = m->weight("output_norm.weight", {E}, true);

@@ -34,8 +34,10 @@ struct LayerWeights {
 
 /// What Model::load does besides the default (every weight loaded, no progress reports).
 struct LoadOptions {
-    /// Read the hyper-parameters only: no weight is checked, placed or read (a model for
-    /// tokenizing; n_vocab still comes from token_embd.weight's shape).
+    /// Read the metadata only, for tokenizing: hparams() holds general.architecture and
+    /// general.name (when present) and nothing else; no hyper-parameter, tensor or weight is
+    /// checked, placed or read, so a vocab-only file (tokenizer.* keys, no tensors) of any
+    /// architecture loads.
     bool vocab_only = false;
     /// Called with the fraction of weight bytes loaded, 0 before the first weight is read, then
     /// after each weight, 1 after the last; returning false cancels the load

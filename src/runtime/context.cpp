@@ -64,18 +64,25 @@ void check_context_fits(const model::Hparams& hp, int64_t n_ctx, int64_t n_ubatc
                                             "): lower the context size or the ubatch size");
 }
 
+ContextPlan plan_context(const model::Hparams& hp, const ContextParams& params) {
+    if (params.n_ctx < 0) throw Error(ErrorCode::InvalidArgument, "context size must be >= 1 token (0: the model's)");
+    if (params.n_ubatch < 1) throw Error(ErrorCode::InvalidArgument, "ubatch size must be >= 1 token");
+    ContextPlan p;
+    p.n_ctx = params.n_ctx ? params.n_ctx : std::min(hp.n_ctx_train, kDefaultMaxCtx);
+    p.flash_attn = params.flash_attn != FlashAttn::Off;
+    p.type_k = cache_type(params.type_k, "K"), p.type_v = cache_type(params.type_v, "V");
+    if (!p.flash_attn && dtype_info(p.type_v).quantized)
+        throw Error(ErrorCode::InvalidArgument, std::string("a ") + dtype_name(p.type_v) + " V cache needs flash attention (-fa on)");
+    check_context_fits(hp, p.n_ctx, params.n_ubatch, p.flash_attn, p.type_k, p.type_v);
+    return p;
+}
+
 Context::Context(std::shared_ptr<const model::Model> model, const ContextParams& params)
     : model_(std::move(model)), params_(params) {
     const model::Hparams& hp = model_->hparams();
-    if (params_.n_ctx < 0) throw Error(ErrorCode::InvalidArgument, "context size must be >= 1 token (0: the model's)");
-    if (params_.n_ubatch < 1) throw Error(ErrorCode::InvalidArgument, "ubatch size must be >= 1 token");
-    const int64_t n_ctx = params_.n_ctx ? params_.n_ctx : std::min(hp.n_ctx_train, kDefaultMaxCtx);
-    flash_attn_ = params_.flash_attn != FlashAttn::Off;
-    const DType type_k = cache_type(params_.type_k, "K"), type_v = cache_type(params_.type_v, "V");
-    if (!flash_attn_ && dtype_info(type_v).quantized)
-        throw Error(ErrorCode::InvalidArgument, std::string("a ") + dtype_name(type_v) + " V cache needs flash attention (-fa on)");
-    check_context_fits(hp, n_ctx, params_.n_ubatch, flash_attn_, type_k, type_v);
-    kv_ = std::make_unique<model::KvCache>(hp, n_ctx, type_k, type_v, kv_buffer_type(model_->devices()));
+    const ContextPlan plan = plan_context(hp, params_);
+    flash_attn_ = plan.flash_attn;
+    kv_ = std::make_unique<model::KvCache>(hp, plan.n_ctx, plan.type_k, plan.type_v, kv_buffer_type(model_->devices()));
     BackendParams bp;
     bp.n_threads = params_.n_threads;
     std::vector<Backend*> order;

@@ -45,6 +45,17 @@ ContextMemory context_memory(const model::Hparams& hp, int64_t n_ctx, int64_t n_
 /// (memory_headroom(), and which limit) when context_memory() exceeds what is available.
 void check_context_fits(const model::Hparams& hp, int64_t n_ctx, int64_t n_ubatch, bool flash_attn, DType type_k, DType type_v);
 
+/// A context's resolved parameters.
+struct ContextPlan {
+    int64_t n_ctx = 0;  ///< KV cells (ContextParams::n_ctx, or the model's capped at 4096 for 0)
+    bool flash_attn = true;
+    DType type_k = DType::F16, type_v = DType::F16;
+};
+
+/// Resolves and checks `params` for a context of the model `hp` as the constructor below does
+/// (memory included), allocating nothing; throws what the constructor throws for them.
+ContextPlan plan_context(const model::Hparams& hp, const ContextParams& params);
+
 class Context {
 public:
     /// Throws tessel::Error(InvalidArgument) for bad parameters (n_ctx < 1, n_ubatch < 1, a

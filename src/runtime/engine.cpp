@@ -6,6 +6,7 @@
 #include "core/log.hpp"
 #include "runtime/chat_template.hpp"
 #include "runtime/context.hpp"
+#include "runtime/engine_access.hpp"
 #include "tessel/engine.hpp"
 #include "vocab/detokenize.hpp"
 #include "vocab/tokenizer.hpp"
@@ -49,14 +50,14 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const ModelPar
     m->impl_ = model::Model::load(path, runtime::device_registry().run_devices(params.devices), options);
     m->tok_ = std::make_unique<vocab::Tokenizer>(vocab::Vocab::load(m->impl_->file()));
     const model::Hparams& hp = m->impl_->hparams();
-    if (m->tok_->vocab().size() != hp.n_vocab)
+    if (!params.vocab_only && m->tok_->vocab().size() != hp.n_vocab)
         throw Error(ErrorCode::BadModel, path + ": the vocabulary has " + std::to_string(m->tok_->vocab().size()) +
                                              " tokens, token_embd.weight has " + std::to_string(hp.n_vocab) + " rows");
     ModelInfo& i = m->info_;
     i.arch = hp.arch;
     i.name = hp.name;
     i.file = path;
-    i.n_vocab = hp.n_vocab;
+    i.n_vocab = params.vocab_only ? m->tok_->vocab().size() : hp.n_vocab;
     i.n_ctx_train = hp.n_ctx_train;
     i.n_embd = hp.n_embd;
     i.n_layer = hp.n_layer;
@@ -129,7 +130,7 @@ namespace {
 std::shared_ptr<const model::Model> runnable(const Model& m) {
     if (m.info().vocab_only)
         throw Error(ErrorCode::InvalidArgument, m.info().file + ": the model was loaded vocab_only: it has no weights to run a context");
-    return m.impl_ptr();
+    return runtime::EngineAccess::model_ptr(m);
 }
 
 }  // namespace

@@ -19,7 +19,7 @@
 #include "cli_run.hpp"
 #include "gguf/reader.hpp"
 #include "runtime/chat_template.hpp"
-#include "runtime/generate.hpp"
+#include "common/generate.hpp"
 #include "gguf/writer.hpp"
 #include "support/smollm2.hpp"
 #include "support/tiny_llama.hpp"
@@ -194,13 +194,13 @@ std::string greedy_reply(const std::shared_ptr<const Model>& model, const std::v
     SamplerParams sp;
     sp.temp = 0.0f;
     Sampler sampler(sp, static_cast<int32_t>(model->info().n_vocab));
-    runtime::GenerateParams gp;
+    tools::GenerateParams gp;
     gp.n_predict = n;
     const auto tmpl = runtime::detect_chat_template(model->chat_template());
     const auto tokens = model->tokenize(runtime::format_chat(tmpl, msgs), true, true);
     std::string reply;
     int32_t n_past = 0;
-    runtime::generate(ctx, *model, sampler, tokens, n_past, gp,
+    tools::generate(ctx, *model, sampler, tokens, n_past, gp,
                       [&](int32_t t) { reply += model->token_to_piece(t); });
     return reply;
 }

@@ -8,7 +8,9 @@ source folders and the layers it links PUBLIC and PRIVATE. A layer may include t
 itself, of the layers it links, and of what those link PUBLIC (transitively). For every pair of
 layers (A, B) this compiles, with the flags of one of A's own sources (compile_commands.json),
 a probe that includes one header of B: it must compile when B is allowed to A and must fail with
-"No such file or directory" for that header when it is not. Exit 0 when every probe agrees, 1
+"No such file or directory" for that header when it is not. The same probes, with the flags of the
+CLI's user commands (tools/tessel/*.cpp) and of the tools' shared code (tools/common/), must
+fail for every layer: those use the public API (include/) only. Exit 0 when every probe agrees, 1
 otherwise (each disagreement printed), 2 on a usage or setup error.
 """
 import json
@@ -53,11 +55,12 @@ def first_header(src, dirs):
     return None
 
 
-def probe_command(commands, src, layer_dirs):
-    """The compile command of one of the layer's sources, as an argument list without -o/-c."""
+def probe_command(commands, root, dirs):
+    """The compile command of one source directly in one of `dirs` (relative to `root`, a
+    sub-folder counting only for layers), as an argument list without -o/-c."""
     for c in commands:
-        rel = os.path.relpath(c["file"], src)
-        if any(rel.startswith(d + "/") for d in layer_dirs):
+        rel = os.path.relpath(c["file"], root)
+        if any(rel.startswith(d + "/") for d in dirs):
             args = shlex.split(c["command"])
             out, skip = [], False
             for a in args:
@@ -112,6 +115,24 @@ def main():
                     what = "compiles" if r.returncode == 0 else "fails for another reason:\n" + r.stderr.strip()
                     failures.append(f"{a} does not link {b}, yet an include of {header} {what}")
             print(f"{a:20s} may include: {', '.join(sorted(x.removeprefix('tessel_') for x in ok_set))}")
+        # Public-API-only code: the user commands and the tools' shared code.
+        tools = os.path.realpath(os.path.join(src, "..", "tools"))
+        for folder in ("tessel", "common"):
+            cmd, _ = probe_command([c for c in commands if "/dev/" not in c["file"]], tools, [folder])
+            if cmd is None:
+                print(f"check_layers: no compile command for a source in tools/{folder}", file=sys.stderr)
+                return 2
+            for b in sorted(layers):
+                header = headers[b]
+                probe = os.path.join(tmp, "probe.cpp")
+                with open(probe, "w", encoding="utf-8") as f:
+                    f.write(f'#include "{header}"\n')
+                r = subprocess.run(cmd + ["-fsyntax-only", probe], capture_output=True, text=True, cwd=build)
+                probes += 1
+                if not (r.returncode != 0 and f"{header}: No such file or directory" in r.stderr):
+                    failures.append(f"tools/{folder} uses the public API only, yet an include of {header} "
+                                    + ("compiles" if r.returncode == 0 else "fails for another reason:\n" + r.stderr.strip()))
+            print(f"{'tools/' + folder:20s} may include: the public API only")
     for f in failures:
         print("FAIL:", f)
     print(f"check_layers: {probes} probes, {len(failures)} disagreements with the link graph")

@@ -10,7 +10,6 @@
 #include "cpu/cpu_backend.hpp"
 #include "cpu/packed/buffer.hpp"
 #include "runtime/context.hpp"
-#include "runtime/perplexity.hpp"
 #include "support/nmse.hpp"
 #include "support/test_paths.hpp"
 #include "support/tiny_llama.hpp"
@@ -226,39 +225,6 @@ TEST(Context, FullCacheAndBadEntriesAreErrors) {
     }
     EXPECT_THROW(run(ctx, {1}, -1, 1), Error);
     EXPECT_THROW(run(ctx, {1}, 0, 64), Error);
-}
-
-}  // namespace
-}  // namespace tessel
-
-namespace tessel {
-namespace {
-
-// Perplexity scores the second half of each chunk from an empty cache, first token = BOS.
-TEST(Perplexity, ScoresTheSecondHalfOfEachChunk) {
-    auto m = tiny(opts(DType::Q8_0));
-    ContextParams p = params();
-    p.n_ctx = 16;
-    Context ctx(m, p);
-    const auto tokens = prompt(40, 5);  // 2 chunks of 16, 8 tokens left over
-    const auto r = runtime::perplexity(ctx, tokens, /*bos=*/3, /*n_batch=*/5);
-    EXPECT_EQ(r.chunks, 2);
-    EXPECT_EQ(r.scored, 2 * 7);
-    double sum = 0.0;
-    for (int c = 0; c < 2; ++c) {
-        Context fresh(m, p);
-        std::vector<int32_t> chunk(tokens.begin() + c * 16, tokens.begin() + c * 16 + 16);
-        chunk[0] = 3;
-        const auto logits = run(fresh, chunk);
-        for (int i = 8; i < 15; ++i) {
-            double z = 0.0;
-            for (float v : logits[i]) z += std::exp(double(v));
-            sum += std::log(z) - logits[i][static_cast<size_t>(chunk[i + 1])];
-        }
-    }
-    EXPECT_NEAR(r.ppl, std::exp(sum / 14.0), 1e-6 * r.ppl);
-    EXPECT_GT(r.error, 0.0);
-    EXPECT_THROW(runtime::perplexity(ctx, prompt(31), 3, 8), Error);  // fewer than 2 chunks
 }
 
 }  // namespace

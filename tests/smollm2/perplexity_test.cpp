@@ -11,8 +11,8 @@
 #include <map>
 #include <sstream>
 
-#include "runtime/model_fetch.hpp"
-#include "runtime/perplexity.hpp"
+#include "common/model_fetch.hpp"
+#include "common/perplexity.hpp"
 #include "support/smollm2.hpp"
 #include "tessel/engine.hpp"
 
@@ -44,19 +44,19 @@ std::map<std::string, std::string> read_reference(const std::filesystem::path& p
 TEST(SmolLM2Perplexity, WithinHalfPercentOfLlamaCpp) {
     TESSEL_REQUIRE_SMOLLM2();
     auto ref = read_reference(test::data_dir() / "smollm2" / "perplexity.txt");
-    ASSERT_EQ(ref["model_sha256"], runtime::default_model_source().sha256) << "reference made with another model";
+    ASSERT_EQ(ref["model_sha256"], tools::default_model_source().sha256) << "reference made with another model";
     const int64_t n_ctx = std::stoll(ref.at("n_ctx"));
     const int64_t n_batch = std::stoll(ref.at("n_batch"));
     const double want = std::stod(ref.at("ppl"));
 
     const auto model = Model::load(test::smollm2_path().string());
     const std::string contents = read_all(test::data_dir() / "gpl-3.txt");
-    const std::vector<int32_t> tokens = model->tokenize(runtime::perplexity_text(contents), true, false);
+    const std::vector<int32_t> tokens = model->tokenize(tools::perplexity_text(contents), true, false);
     ContextParams params;
     params.n_ctx = n_ctx;
     Context ctx(model, params);
     ASSERT_EQ(ctx.n_ctx(), n_ctx);
-    const auto got = runtime::perplexity(ctx.impl(), tokens, model->adds_bos() ? model->bos() : -1, n_batch);
+    const auto got = tools::perplexity(ctx, tokens, model->adds_bos() ? model->bos() : -1, n_batch);
 
     const double rel = std::abs(got.ppl - want) / want;
     std::printf("perplexity: tessel %.4f +/- %.5f, llama.cpp %s +/- %s (%s), relative difference %.3f %%\n", got.ppl,

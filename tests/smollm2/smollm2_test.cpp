@@ -33,7 +33,7 @@
 #include "cpu/kernels/kernel.hpp"
 #include "gguf/reader.hpp"
 #include "runtime/context.hpp"
-#include "runtime/generate.hpp"
+#include "common/generate.hpp"
 #include "support/smollm2.hpp"
 #include "tessel/engine.hpp"
 #include "tessel/sampling.hpp"
@@ -181,11 +181,11 @@ TEST_P(SmolLM2, GreedyGenerationMatchesLlamaCpp) {
             SamplerParams sp;
             sp.temp = 0.0f;
             Sampler sampler(sp, static_cast<int32_t>((*model_)->info().n_vocab));
-            runtime::GenerateParams gp;
+            tools::GenerateParams gp;
             gp.n_predict = kGreedyTokens;
             std::vector<int32_t> got;
             int32_t n_past = 0;
-            runtime::generate(ctx, **model_, sampler, std::span(tokens.data(), n_prompt), n_past, gp,
+            tools::generate(ctx, **model_, sampler, std::span(tokens.data(), n_prompt), n_past, gp,
                               [&](int32_t t) { got.push_back(t); });
             size_t i = 0;
             for (; i < got.size(); ++i) {

@@ -1,17 +1,18 @@
 #include "support/smollm2.hpp"
 
 #include "runtime/context.hpp"
-#include "runtime/model_fetch.hpp"
+#include "runtime/engine_access.hpp"
+#include "common/model_fetch.hpp"
 
 namespace tessel::test {
 
 std::filesystem::path smollm2_path() {
-    return runtime::model_cache_dir() / runtime::default_model_source().file_name;
+    return tools::model_cache_dir() / tools::default_model_source().file_name;
 }
 
 std::vector<NodeRun> last_graph_runs(Context& ctx) {
     std::vector<NodeRun> out;
-    for (const Scheduler::Split& sp : ctx.impl().scheduler().splits())
+    for (const Scheduler::Split& sp : runtime::EngineAccess::context(ctx).scheduler().splits())
         for (const Tensor* n : sp.nodes)
             if (!op_is_view(n->op)) out.push_back({std::string(op_name(n->op)) + " " + n->name, sp.backend->name(), sp.backend->kernel_name(*n)});
     return out;

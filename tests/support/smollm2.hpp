@@ -20,7 +20,7 @@
 
 namespace tessel::test {
 
-/// The default model in tessel's cache (runtime::model_cache_dir()); it may not exist.
+/// The default model in tessel's cache (tools::model_cache_dir()); it may not exist.
 std::filesystem::path smollm2_path();
 
 /// Use in a test's SetUp when smollm2_path() does not exist: fails under CI (the model must have

@@ -5,12 +5,12 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "runtime/bench.hpp"
-#include "runtime/bench_report.hpp"
-#include "runtime/model_desc.hpp"
+#include "common/bench.hpp"
+#include "common/bench_report.hpp"
+#include "common/model_desc.hpp"
 #include "tessel/errors.hpp"
 
-namespace tessel::runtime {
+namespace tessel::tools {
 namespace {
 
 TEST(BenchStats, MeanAndSampleStddev) {
@@ -77,7 +77,7 @@ TEST(ModelDesc, FileTypeNames) {
 }
 
 TEST(ModelDesc, LlamaSizeClasses) {
-    model::Hparams hp;
+    ModelInfo hp;
     hp.arch = "llama";
     hp.n_head = hp.n_head_kv = 32;
     auto with = [&](int64_t layers, int64_t vocab) {
@@ -179,4 +179,4 @@ TEST(BenchReport, MarkdownLayoutOfLlamaBench) {
 }
 
 }  // namespace
-}  // namespace tessel::runtime
+}  // namespace tessel::tools

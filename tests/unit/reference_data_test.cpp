@@ -16,7 +16,7 @@
 #include "core/dtype.hpp"
 #include "core/fp16.hpp"
 #include "gguf/reader.hpp"
-#include "runtime/model_fetch.hpp"
+#include "common/model_fetch.hpp"
 #include "support/test_paths.hpp"
 
 namespace {
@@ -72,8 +72,8 @@ gguf::File* ReferenceData::file_ = nullptr;
 
 TEST_F(ReferenceData, ProvenanceAndSettings) {
     EXPECT_EQ(u("version"), 1u);
-    EXPECT_EQ(meta(f(), kKey + "model.sha256").as_string(), tessel::runtime::default_model_source().sha256);
-    EXPECT_EQ(meta(f(), kKey + "model.file").as_string(), tessel::runtime::default_model_source().file_name);
+    EXPECT_EQ(meta(f(), kKey + "model.sha256").as_string(), tessel::tools::default_model_source().sha256);
+    EXPECT_EQ(meta(f(), kKey + "model.file").as_string(), tessel::tools::default_model_source().file_name);
     EXPECT_EQ(meta(f(), kKey + "llama_cpp_python").as_string(), "0.3.36");
     EXPECT_EQ(u("n_vocab"), 49152u);
     EXPECT_EQ(u("n_generated"), 32u);

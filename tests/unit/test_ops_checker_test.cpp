@@ -1,4 +1,4 @@
-// The checker of test-ops' quantizing cases (tools/tessel/test_ops_compare.cpp) must be able to
+// The checker of test-ops' quantizing cases (tools/tessel/dev/test_ops_compare.cpp) must be able to
 // fail: for every type with a quantizer, an all-zero output and an output with one wrong element
 // fail it, and the reference quantizer's own round trip passes it.
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // `tessel bench`: prompt and generation throughput with llama-bench's method, flags and output
-// (runtime/bench.hpp for the measurement, runtime/bench_report.hpp for the formats).
+// (tools/common/bench.hpp for the measurement, tools/common/bench_report.hpp for the formats).
 #include <cstdio>
 #include <memory>
 #include <random>
@@ -7,16 +7,15 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "common/bench.hpp"
+#include "common/bench_report.hpp"
+#include "common/model_desc.hpp"
+#include "common/model_fetch.hpp"
 #include "run_options.hpp"
-#include "core/cpu_features.hpp"
-#include "cpu/threadpool.hpp"
-#include "backend/registry.hpp"
-#include "model/model.hpp"
-#include "runtime/bench.hpp"
-#include "runtime/context.hpp"
-#include "runtime/bench_report.hpp"
-#include "runtime/model_desc.hpp"
-#include "runtime/model_fetch.hpp"
+#include "tessel/engine.hpp"
+#include "tessel/gguf_file.hpp"
+#include "tessel/resources.hpp"
+#include "tessel/system.hpp"
 
 #ifndef TESSEL_BUILD_COMMIT
 #define TESSEL_BUILD_COMMIT "unknown"
@@ -44,7 +43,7 @@ struct BenchOptions {
 std::vector<int64_t> int_list(const std::string& text, const char* flag, int64_t min, int64_t max) {
     std::vector<int64_t> v;
     try {
-        v = runtime::parse_int_ranges(text, flag);
+        v = tools::parse_int_ranges(text, flag);
     } catch (const Error& e) {
         throw CLI::ValidationError(e.what());
     }
@@ -76,20 +75,20 @@ int flash_attn_value(const std::string& v) {
 
 struct Printer {
     std::string format;
-    runtime::MarkdownColumns cols;
+    tools::MarkdownColumns cols;
     size_t count = 0;
 
     /// Written before the first record, so an error before any test leaves stdout empty.
     void header() {
-        if (format == "md") std::fputs(runtime::bench_markdown_header(cols).c_str(), stdout);
-        if (format == "csv") std::printf("%s\n", runtime::bench_csv_header().c_str());
+        if (format == "md") std::fputs(tools::bench_markdown_header(cols).c_str(), stdout);
+        if (format == "csv") std::printf("%s\n", tools::bench_csv_header().c_str());
         if (format == "json") std::fputs("[\n", stdout);
     }
-    void record(const runtime::BenchRecord& r) {
+    void record(const tools::BenchRecord& r) {
         if (count == 0) header();
-        if (format == "md") std::fputs(runtime::bench_markdown_row(r, cols).c_str(), stdout);
-        if (format == "csv") std::printf("%s\n", runtime::bench_csv_row(r).c_str());
-        if (format == "json") std::printf("%s%s", count ? ",\n" : "", runtime::bench_json(r, 2).c_str());
+        if (format == "md") std::fputs(tools::bench_markdown_row(r, cols).c_str(), stdout);
+        if (format == "csv") std::printf("%s\n", tools::bench_csv_row(r).c_str());
+        if (format == "json") std::printf("%s%s", count ? ",\n" : "", tools::bench_json(r, 2).c_str());
         std::fflush(stdout);
         ++count;
     }
@@ -102,33 +101,44 @@ struct Printer {
 
 /// The loops of one model on one device (an entry of --device): the grid of the other flags.
 struct Grid {
-    std::vector<runtime::BenchTest> tests;
+    std::vector<tools::BenchTest> tests;
     std::vector<int64_t> threads, batches, ubatches;
     std::vector<int> fa;
 };
+
+/// The context of one test: n_prompt + n_gen cells, f16 KV cache; fa = 1 on, 0 off, -1 auto.
+ContextParams test_context_params(const tools::BenchTest& test, int64_t n_ubatch, int fa, int n_threads) {
+    ContextParams cp;
+    cp.n_ctx = test.n_prompt + test.n_gen;
+    cp.n_ubatch = n_ubatch;
+    cp.n_threads = n_threads;
+    cp.flash_attn = fa == 1 ? FlashAttn::On : fa == 0 ? FlashAttn::Off : FlashAttn::Auto;
+    return cp;
+}
 
 /// Every test of `grid` for the model at `path` loaded onto `device`.
 void bench_model(const BenchOptions& o, const std::string& path, const std::string& device, const Grid& grid, std::mt19937& rng,
                  Printer& out) {
     auto model = Model::load(path, device);
-    runtime::BenchRecord base;
+    tools::BenchRecord base;
     base.build_commit = TESSEL_BUILD_COMMIT;
     base.build_number = TESSEL_BUILD_NUMBER;
-    base.cpu_info = cpu_features().model;
+    base.cpu_info = cpu_info().model;
     base.model_filename = path;
-    base.model_type = runtime::model_description(model->impl().file(), model->impl().hparams());
-    for (const gguf::TensorInfo& t : model->impl().file().tensors()) {
-        base.model_size += t.size;
+    const GgufFile file = GgufFile::open(path);  // the tensor table of the file just loaded
+    base.model_type = tools::model_description(file, model->info());
+    for (const GgufTensorInfo& t : file.tensors()) {
+        base.model_size += t.bytes;
         base.model_n_params += static_cast<uint64_t>(t.n_elements());
     }
     base.device = device;
     base.backends.clear();  // the devices in priority order, e.g. "NPU0,CPU"
-    for (const Device* d : model->impl().devices()) base.backends += (base.backends.empty() ? "" : ",") + d->name();
+    for (const std::string& d : model_devices(*model)) base.backends += (base.backends.empty() ? "" : ",") + d;
     // Every test's context must fit before the first is measured (Context would refuse it later).
     for (int64_t nub : grid.ubatches)
         for (int f : grid.fa)
-            for (const runtime::BenchTest& test : grid.tests) try {
-                    runtime::check_context_fits(model->impl().hparams(), test.n_prompt + test.n_gen, nub, f != 0, DType::F16, DType::F16);
+            for (const tools::BenchTest& test : grid.tests) try {
+                    check_context_fits(*model, test_context_params(test, nub, f, 1));
                 } catch (const Error& e) {
                     throw Error(e.code(), test.name() + ": " + e.what());
                 }
@@ -136,31 +146,26 @@ void bench_model(const BenchOptions& o, const std::string& path, const std::stri
         for (int64_t nub : grid.ubatches)
             for (int f : grid.fa)
                 for (int64_t nt : grid.threads)
-                    for (const runtime::BenchTest& test : grid.tests) {
-                        runtime::BenchRecord r = base;
+                    for (const tools::BenchTest& test : grid.tests) {
+                        tools::BenchRecord r = base;
                         r.n_batch = nb, r.n_ubatch = nub, r.flash_attn = f, r.n_threads = static_cast<int>(nt);
                         r.n_prompt = test.n_prompt, r.n_gen = test.n_gen;
-                        r.test_time = runtime::utc_timestamp();
-                        ContextParams cp;
-                        cp.n_ctx = test.n_prompt + test.n_gen;
-                        cp.n_ubatch = nub;
-                        cp.n_threads = r.n_threads;
-                        cp.flash_attn = f == 1 ? FlashAttn::On : f == 0 ? FlashAttn::Off : FlashAttn::Auto;
-                        Context ctx(model, cp);
-                        runtime::BenchProgress progress;
+                        r.test_time = tools::utc_timestamp();
+                        Context ctx(model, test_context_params(test, nub, f, r.n_threads));
+                        tools::BenchProgress progress;
                         if (o.progress)
                             progress = [&](std::string_view phase, int rep) {
                                 std::fprintf(stderr, "tessel bench: %s, %s, %s, %d threads: %s %d/%d\n", path.c_str(), device.c_str(),
                                              test.name().c_str(), r.n_threads, std::string(phase).c_str(), rep, o.reps);
                             };
-                        r.samples_ns = runtime::run_bench(ctx, *model, test, nb, o.reps, rng, progress);
+                        r.samples_ns = tools::run_bench(ctx, *model, test, nb, o.reps, rng, progress);
                         out.record(r);
                     }
 }
 
 void bench(const BenchOptions& o) {
     Grid grid;
-    std::vector<runtime::BenchTest>& tests = grid.tests;
+    std::vector<tools::BenchTest>& tests = grid.tests;
     for (int64_t p : int_list(o.n_prompt, "-p", 0, kMaxTokens))
         if (p > 0) tests.push_back({p, 0});
     for (int64_t n : int_list(o.n_gen, "-n", 0, kMaxTokens))
@@ -172,7 +177,7 @@ void bench(const BenchOptions& o) {
         if (p + n > 0) tests.push_back({p, n});
     }
     if (tests.empty()) throw CLI::ValidationError("nothing to measure: -p and -n are both 0 (and no -pg)");
-    grid.threads = o.threads.empty() ? std::vector<int64_t>{cpu::default_thread_count()} : int_list(o.threads, "-t", 1, 1024);
+    grid.threads = o.threads.empty() ? std::vector<int64_t>{cpu_info().physical_cores} : int_list(o.threads, "-t", 1, 1024);
     grid.batches = int_list(o.n_batch, "-b", 1, kMaxTokens);
     grid.ubatches = int_list(o.n_ubatch, "-ub", 1, kMaxTokens);
     for (const std::string& v : split_commas(o.flash_attn)) grid.fa.push_back(flash_attn_value(v));
@@ -182,7 +187,7 @@ void bench(const BenchOptions& o) {
             if (one.empty()) throw CLI::ValidationError("-m: empty model name in '" + m + "'");
             models.push_back(one);
         }
-    if (models.empty()) models.push_back(runtime::resolve_model("").string());
+    if (models.empty()) models.push_back(tools::resolve_model("").string());
     std::vector<std::string> devices;
     for (const std::string& d : split_commas(o.device)) {
         if (d.empty()) throw CLI::ValidationError("--device: empty device name in '" + o.device + "'");

@@ -1,4 +1,5 @@
-// tessel: one CLI binary with subcommands (see commands.hpp).
+// tessel: one CLI binary with subcommands: the user commands (commands.hpp, public API only) and
+// the developer tools (dev/commands.hpp, internal headers).
 #include <CLI/CLI.hpp>
 
 #include <cerrno>
@@ -6,20 +7,15 @@
 #include <cstring>
 #include <algorithm>
 #include <exception>
-#include <filesystem>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "commands.hpp"
-#include "core/cpu_features.hpp"
-#include "cpu/packed/buffer.hpp"
-#include "cpu/packed/kernel.hpp"
-#include "cpu/packed/mul_mat.hpp"
-#include "gguf/parser.hpp"
-#include "npu/host/config.hpp"
+#include "dev/commands.hpp"
 #include "tessel/errors.hpp"
+#include "tessel/system.hpp"
 
 namespace {
 
@@ -43,36 +39,21 @@ std::vector<std::string> rewrite_aliases(int argc, char** argv) {
     return args;
 }
 
-/// Reads every TESSEL_* setting the layers read later, so a bad value is reported before any
-/// command runs (docs/config.md). TESSEL_MODEL is read only by the commands that load a model.
-void check_environment() {
-    tessel::usable_cpu_features();  // TESSEL_CPU_ISA
-    tessel::npu::config_from_env();  // TESSEL_NPU_*
-    tessel::cpu::packed::packed_enabled();
-    tessel::cpu::packed::matrix_thread_cap();
-    tessel::cpu::packed::chunk_columns(1, 1);  // TESSEL_CPU_CHUNK_MULT
-    tessel::gguf::detail::metadata_budget();
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
     CLI::App app{"tessel: LLM inference engine for heterogeneous edge hardware"};
     app.require_subcommand(1);
     tessel::cli::add_info_command(app);
-    tessel::cli::add_test_ops_command(app);
     tessel::cli::add_run_commands(app);
     tessel::cli::add_perplexity_command(app);
     tessel::cli::add_tokenize_command(app);
     tessel::cli::add_bench_command(app);
-    tessel::cli::add_quantize_command(app);
-    tessel::cli::add_trace_command(app);
-    tessel::cli::add_npu_device_command(app);
+    tessel::cli::dev::add_developer_commands(app);
     try {
-        check_environment();
-        // The NPU's process link starts this binary as `tessel npu-device` (unless TESSEL_NPU_DEVICE_EXE).
-        std::error_code ec;
-        if (const auto self = std::filesystem::read_symlink("/proc/self/exe", ec); !ec) tessel::npu::set_self_executable(self.string());
+        // Every TESSEL_* setting the library reads later, so a bad value is reported before any
+        // command runs (docs/config.md). TESSEL_MODEL is read only by the commands that load a model.
+        tessel::check_environment();
         app.name("tessel");
         std::vector<std::string> args = rewrite_aliases(argc, argv);
         app.parse(args);

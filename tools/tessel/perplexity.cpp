@@ -3,7 +3,7 @@
 
 #include "commands.hpp"
 #include "run_options.hpp"
-#include "runtime/perplexity.hpp"
+#include "common/perplexity.hpp"
 
 namespace tessel::cli {
 
@@ -22,13 +22,13 @@ void add_perplexity_command(CLI::App& app) {
         if (o->model.n_ctx == 0) throw Error(ErrorCode::InvalidArgument, "perplexity needs -c > 0");
         const LoadedModel loaded = load_model(o->model);
         const auto& model = loaded.model;
-        const std::vector<int32_t> tokens = model->tokenize(runtime::perplexity_text(text), true, false);
+        const std::vector<int32_t> tokens = model->tokenize(tools::perplexity_text(text), true, false);
         Context ctx(model, context_params(o->model));
         loaded.report();
         std::fprintf(stderr, "tessel: %zu tokens, %lld chunks of %lld\n", tokens.size(),
                      static_cast<long long>(tokens.size() / ctx.n_ctx()), static_cast<long long>(ctx.n_ctx()));
-        const auto r = runtime::perplexity(ctx.impl(), tokens, model->adds_bos() ? model->bos() : -1, o->model.n_batch,
-                                           [](int64_t c, double ppl) { std::fprintf(stderr, "[%lld]%.4f,", static_cast<long long>(c + 1), ppl); });
+        const auto r = tools::perplexity(ctx, tokens, model->adds_bos() ? model->bos() : -1, o->model.n_batch,
+                                         [](int64_t c, double ppl) { std::fprintf(stderr, "[%lld]%.4f,", static_cast<long long>(c + 1), ppl); });
         std::fprintf(stderr, "\n");
         std::printf("Final estimate: PPL = %.4f +/- %.5f\n", r.ppl, r.error);
     });

@@ -5,11 +5,10 @@
 #include <limits>
 
 #include "commands.hpp"
+#include "common/generate.hpp"
 #include "run_options.hpp"
-#include "runtime/chat_template.hpp"
-#include "runtime/generate.hpp"
-#include "vocab/detokenize.hpp"
-#include "vocab/tokenizer.hpp"
+#include "tessel/chat.hpp"
+#include "tessel/engine.hpp"
 
 namespace tessel::cli {
 namespace {
@@ -24,29 +23,32 @@ struct RunOptions {
     std::string system;
 };
 
-runtime::ChatTemplate chat_template_for(const Model& m, const std::string& name) {
-    if (!name.empty()) return runtime::chat_template_from_name(name);
-    return runtime::detect_chat_template(m.chat_template());
+/// The chat template a command renders with (apply_chat_template's argument): the
+/// --chat-template name, else the model's own template. An unknown name is an error here.
+std::string chat_template_for(const Model& m, const std::string& name) {
+    if (name.empty()) return m.chat_template();
+    for (const char* known : {"chatml", "llama3", "gemma", "phi3"})
+        if (name == known) return name;
+    throw Error(ErrorCode::InvalidArgument, "unknown chat template '" + name + "', known: chatml, llama3, gemma, phi3");
 }
 
 /// Streams generated tokens to stdout as whole UTF-8 characters.
 class Printer {
 public:
-    explicit Printer(const Model& m) : m_(m) {}
-    void operator()(int32_t tok) { write(stream_.push(m_.token_to_piece(tok))); }
-    void finish() { write(stream_.flush()); }
+    explicit Printer(const std::shared_ptr<const Model>& m) : detok_(m) {}
+    void operator()(int32_t tok) { write(detok_.push(tok)); }
+    void finish() { write(detok_.flush()); }
 
 private:
     void write(const std::string& s) {
         std::fwrite(s.data(), 1, s.size(), stdout);
         std::fflush(stdout);
     }
-    const Model& m_;
-    vocab::Utf8Stream stream_;
+    Detokenizer detok_;
 };
 
-void report(const runtime::GenerateStats& st, const Context& ctx) {
-    if (st.stop == runtime::StopReason::ContextFull)
+void report(const tools::GenerateStats& st, const Context& ctx) {
+    if (st.stop == tools::StopReason::ContextFull)
         std::fprintf(stderr, "\ntessel: the context is full (%lld tokens): generation stopped (raise -c)\n", static_cast<long long>(ctx.n_ctx()));
     std::fprintf(stderr, "\ntessel: prompt %lld tokens, %.2f tokens/s; generated %lld tokens, %.2f tokens/s\n",
                  static_cast<long long>(st.n_prompt), st.t_prompt > 0 ? st.n_prompt / st.t_prompt : 0.0,
@@ -64,24 +66,24 @@ void run(const RunOptions& o) {
     const auto& model = loaded.model;
     std::vector<int32_t> tokens;
     if (o.chat) {
-        const runtime::ChatTemplate tmpl = chat_template_for(*model, o.chat_template);
-        std::vector<runtime::ChatMessage> msgs;
+        const std::string tmpl = chat_template_for(*model, o.chat_template);
+        std::vector<ChatMessage> msgs;
         if (!o.system.empty()) msgs.push_back({"system", o.system});
         msgs.push_back({"user", text});
-        tokens = model->tokenize(runtime::format_chat(tmpl, msgs), true, true);
+        tokens = model->tokenize(apply_chat_template(tmpl, msgs, true), true, true);
     } else {
         tokens = model->tokenize(text, true, false);
     }
     Context ctx(model, context_params(o.model));
-    runtime::require_prompt_fits(ctx, 0, tokens.size());
+    tools::require_prompt_fits(ctx, 0, tokens.size());
     Sampler sampler(o.sampling, static_cast<int32_t>(model->info().n_vocab));
     loaded.report();
-    runtime::GenerateParams gp;
+    tools::GenerateParams gp;
     gp.n_predict = o.n_predict;
     gp.n_batch = o.model.n_batch;
-    Printer print(*model);
+    Printer print(model);
     int32_t n_past = 0;
-    const auto st = runtime::generate(ctx, *model, sampler, tokens, n_past, gp, [&](int32_t t) { print(t); });
+    const auto st = tools::generate(ctx, *model, sampler, tokens, n_past, gp, [&](int32_t t) { print(t); });
     print.finish();
     std::fputc('\n', stdout);
     report(st, ctx);
@@ -92,18 +94,19 @@ void run(const RunOptions& o) {
 void chat(const RunOptions& o) {
     const LoadedModel loaded = load_model(o.model);
     const auto& model = loaded.model;
-    const runtime::ChatTemplate tmpl = chat_template_for(*model, o.chat_template);
+    const std::string tmpl = chat_template_for(*model, o.chat_template);
+    const std::string format = chat_template_format(tmpl);  // an unknown template fails here, before the chat
     Context ctx(model, context_params(o.model));
     Sampler sampler(o.sampling, static_cast<int32_t>(model->info().n_vocab));
     loaded.report();
-    std::vector<runtime::ChatMessage> msgs;
+    std::vector<ChatMessage> msgs;
     if (!o.system.empty()) msgs.push_back({"system", o.system});
     std::vector<int32_t> cached;  // tokens in the cache, in order
-    std::fprintf(stderr, "tessel chat: %s format; an empty line or end of input ends the chat\n", runtime::chat_format_name(tmpl.format));
+    std::fprintf(stderr, "tessel chat: %s format; an empty line or end of input ends the chat\n", format.c_str());
     std::string line;
     while (std::fputs("> ", stderr), std::getline(std::cin, line) && !line.empty()) {
         msgs.push_back({"user", line});
-        const std::vector<int32_t> all = model->tokenize(runtime::format_chat(tmpl, msgs), true, true);
+        const std::vector<int32_t> all = model->tokenize(apply_chat_template(tmpl, msgs, true), true, true);
         if (static_cast<int64_t>(all.size()) >= ctx.n_ctx()) {  // no room for it and a reply: refused, the chat goes on
             msgs.pop_back();
             std::fprintf(stderr, "tessel chat: with this message the conversation is %zu tokens, the context holds %lld: "
@@ -118,13 +121,13 @@ void chat(const RunOptions& o) {
         cached.resize(keep);
         int32_t n_past = static_cast<int32_t>(keep);
         std::string reply;
-        Printer print(*model);
-        runtime::GenerateParams gp;
+        Printer print(model);
+        tools::GenerateParams gp;
         gp.n_predict = o.n_predict;
         gp.n_batch = o.model.n_batch;
         std::vector<int32_t> generated;
         const std::vector<int32_t> fresh(all.begin() + static_cast<std::ptrdiff_t>(keep), all.end());
-        const auto st = runtime::generate(ctx, *model, sampler, fresh, n_past, gp, [&](int32_t t) {
+        const auto st = tools::generate(ctx, *model, sampler, fresh, n_past, gp, [&](int32_t t) {
             print(t);
             generated.push_back(t);
             reply += model->token_to_piece(t);
@@ -135,7 +138,7 @@ void chat(const RunOptions& o) {
         cached.insert(cached.end(), generated.begin(), generated.begin() + (n_past - static_cast<int32_t>(cached.size())));
         msgs.push_back({"assistant", reply});
         report(st, ctx);
-        if (st.stop == runtime::StopReason::ContextFull) {
+        if (st.stop == tools::StopReason::ContextFull) {
             std::fprintf(stderr, "tessel chat: the context is full, the chat ends (raise -c for longer chats)\n");
             break;
         }

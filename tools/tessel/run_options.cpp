@@ -11,11 +11,10 @@
 #include <limits>
 #include <string>
 
-#include "backend/registry.hpp"
-#include "cpu/packed/buffer.hpp"
-#include "runtime/model_fetch.hpp"
+#include "common/model_fetch.hpp"
+#include "tessel/device.hpp"
 #include "tessel/errors.hpp"
-#include "runtime/devices.hpp"
+#include "tessel/system.hpp"
 
 namespace tessel::cli {
 
@@ -23,7 +22,7 @@ CLI::Validator device_validator() {
     return CLI::Validator(
         [](std::string& in) -> std::string {
             try {
-                runtime::device_registry().run_devices(in);
+                resolve_device(in);
                 return {};
             } catch (const Error& e) {
                 return e.what();
@@ -48,7 +47,7 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
 }
 
 void add_packing_flag(CLI::App& cmd) {
-    cmd.add_flag_callback("--no-packed", [] { cpu::packed::set_packed_enabled(false); },
+    cmd.add_flag_callback("--no-packed", [] { set_weight_packing(false); },
                           "Keep weights in their GGUF layout (no CPU_PACKED repacking; also TESSEL_CPU_PACKED=0)");
 }
 
@@ -113,7 +112,7 @@ LoadedModel load_model(const ModelOptions& o) {
     // Flags that conflict are a usage error (exit 2), found before the model is read.
     if (o.type_v == "q8_0" && o.flash_attn == "off")
         throw CLI::ValidationError("--cache-type-v q8_0 needs flash attention: it cannot be used with -fa off");
-    const auto path = runtime::resolve_model(o.model);
+    const auto path = tools::resolve_model(o.model);
     const auto t0 = std::chrono::steady_clock::now();
     LoadedModel m;
     m.model = Model::load(path.string(), o.device);

@@ -1,10 +1,10 @@
 // Text shown by the CLI for things read from GGUF files.
 #pragma once
 
+#include <cstdint>
 #include <cstdio>
+#include <span>
 #include <string>
-
-#include "gguf/reader.hpp"
 
 namespace tessel::cli {
 
@@ -25,10 +25,10 @@ inline std::string printable(const std::string& s) {
     return out;
 }
 
-/// A tensor's shape in ne order, e.g. "[576, 49152]" (n_dims entries).
-inline std::string shape_text(const gguf::TensorInfo& t) {
+/// A tensor's shape in ne order (innermost first), e.g. "[576, 49152]".
+inline std::string shape_text(std::span<const int64_t> ne) {
     std::string s = "[";
-    for (uint32_t d = 0; d < t.n_dims; ++d) s += (d ? ", " : "") + std::to_string(t.ne[d]);
+    for (size_t d = 0; d < ne.size(); ++d) s += (d ? ", " : "") + std::to_string(ne[d]);
     return s + "]";
 }
 

@@ -3,15 +3,36 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "commands.hpp"
-#include "gguf/reader.hpp"
-#include "vocab/detokenize.hpp"
-#include "vocab/tokenizer.hpp"
-#include "vocab/utf8.hpp"
+#include "tessel/engine.hpp"
 
 namespace tessel::cli {
 namespace {
+
+/// Length in bytes (1..4) of the valid UTF-8 sequence at the start of `s` (RFC 3629: shortest
+/// form, no surrogates, nothing above U+10FFFF), or 0 when `s` is empty or starts with none.
+size_t utf8_valid_length(std::string_view s) {
+    if (s.empty()) return 0;
+    const auto byte = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
+    const unsigned char c = byte(0);
+    if (c < 0x80) return 1;
+    size_t n = 0;
+    uint32_t cp = 0;
+    if (c >= 0xC2 && c <= 0xDF) n = 2, cp = c & 0x1Fu;
+    else if (c >= 0xE0 && c <= 0xEF) n = 3, cp = c & 0x0Fu;
+    else if (c >= 0xF0 && c <= 0xF4) n = 4, cp = c & 0x07u;
+    else return 0;
+    if (s.size() < n) return 0;
+    for (size_t i = 1; i < n; ++i) {
+        if ((byte(i) & 0xC0) != 0x80) return 0;
+        cp = cp << 6 | (byte(i) & 0x3Fu);
+    }
+    if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+    return n;
+}
 
 /// A piece for the terminal: quotes, backslashes, control bytes and bytes that are not valid
 /// UTF-8 (a character split across tokens) are escaped.
@@ -19,7 +40,7 @@ std::string escaped_piece(const std::string& piece) {
     std::string out;
     for (size_t i = 0; i < piece.size();) {
         const auto c = static_cast<unsigned char>(piece[i]);
-        const size_t n = vocab::utf8_valid_length(std::string_view(piece).substr(i));
+        const size_t n = utf8_valid_length(std::string_view(piece).substr(i));
         if (c == '\'' || c == '\\') {
             out += '\\';
             out += static_cast<char>(c);
@@ -59,12 +80,12 @@ void add_tokenize_command(CLI::App& app) {
     cmd->add_flag("--no-bos", opts->no_bos, "Do not add BOS even when the vocabulary asks for it");
     cmd->add_flag("--special", opts->special, "Parse special (control) token texts in the prompt as those tokens");
     cmd->callback([opts] {
-        const gguf::File file = gguf::File::open(opts->model);
-        const vocab::Tokenizer tok(vocab::Vocab::load(file));
-        vocab::TokenizeOptions to;
-        to.add_bos = !opts->no_bos;
-        to.parse_special = opts->special;
-        const std::vector<vocab::TokenId> ids = tok.tokenize(opts->prompt, to);
+        ModelParams params;
+        params.vocab_only = true;
+        const auto model = Model::load(opts->model, params);
+        // BOS and EOS as the vocabulary asks, then (--no-bos) the BOS taken off again: EOS stays.
+        std::vector<int32_t> ids = model->tokenize(opts->prompt, true, opts->special);
+        if (opts->no_bos && model->adds_bos() && !ids.empty() && ids.front() == model->bos()) ids.erase(ids.begin());
         if (opts->ids) {
             std::string line = "[";
             for (size_t i = 0; i < ids.size(); ++i) {
@@ -74,8 +95,7 @@ void add_tokenize_command(CLI::App& app) {
             std::printf("%s]\n", line.c_str());
             return;
         }
-        for (const vocab::TokenId id : ids)
-            std::printf("%6d -> '%s'\n", id, escaped_piece(vocab::token_to_piece(tok.vocab(), id, true)).c_str());
+        for (const int32_t id : ids) std::printf("%6d -> '%s'\n", id, escaped_piece(model->token_to_piece(id, true)).c_str());
     });
 }
 

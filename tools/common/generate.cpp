@@ -1,10 +1,10 @@
-#include "runtime/generate.hpp"
+#include "common/generate.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <vector>
 
-namespace tessel::runtime {
+namespace tessel::tools {
 namespace {
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -64,4 +64,4 @@ GenerateStats generate(tessel::Context& ctx, const Model& model, Sampler& sample
     return st;
 }
 
-}  // namespace tessel::runtime
+}  // namespace tessel::tools

@@ -11,15 +11,16 @@
 #include <cstring>
 #include <sstream>
 
-#include "commands.hpp"
+#include "dev/commands.hpp"
 #include "core/cpu_features.hpp"
 #include "gguf/writer.hpp"
 #include "graph/graph.hpp"
 #include "run_options.hpp"
 #include "runtime/context.hpp"
+#include "runtime/engine_access.hpp"
 #include "tessel/errors.hpp"
 
-namespace tessel::cli {
+namespace tessel::cli::dev {
 namespace {
 
 /// t's elements in ne order as a contiguous tensor of t's type (block types: whole rows, which
@@ -99,6 +100,7 @@ void add_trace_command(CLI::App& app) {
     auto o = std::make_shared<Options>();
     o->model.n_ctx = 256;
     CLI::App* cmd = app.add_subcommand("trace", "Write what a device computed (nodes of a prompt and a decode graph, logits) for numerical checks");
+    cmd->group(kDeveloperGroup);
     add_model_options(*cmd, o->model);
     cmd->add_option("-f,--file", o->prompts, "Prompts, one per line")->required();
     cmd->add_option("-o,--output", o->out, "Output GGUF file")->required();
@@ -116,7 +118,7 @@ void add_trace_command(CLI::App& app) {
         const auto& model = loaded.model;
         Context ctx(model, context_params(o->model));
         loaded.report();
-        runtime::Context& rc = ctx.impl();
+        runtime::Context& rc = runtime::EngineAccess::context(ctx);
         rc.keep_intermediates();
         const int64_t n_vocab = model->info().n_vocab;
 
@@ -157,4 +159,4 @@ void add_trace_command(CLI::App& app) {
     });
 }
 
-}  // namespace tessel::cli
+}  // namespace tessel::cli::dev

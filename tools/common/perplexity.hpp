@@ -10,9 +10,9 @@
 #include <span>
 #include <string_view>
 
-#include "runtime/context.hpp"
+#include "tessel/engine.hpp"
 
-namespace tessel::runtime {
+namespace tessel::tools {
 
 struct PerplexityResult {
     double ppl = 0.0;
@@ -32,4 +32,4 @@ std::string_view perplexity_text(std::string_view contents);
 PerplexityResult perplexity(Context& ctx, std::span<const int32_t> tokens, int32_t bos, int64_t n_batch,
                             const std::function<void(int64_t, double)>& progress = {});
 
-}  // namespace tessel::runtime
+}  // namespace tessel::tools

@@ -1,4 +1,4 @@
-#include "runtime/bench.hpp"
+#include "common/bench.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -6,7 +6,7 @@
 #include <limits>
 #include <optional>
 
-namespace tessel::runtime {
+namespace tessel::tools {
 namespace {
 
 constexpr int64_t kMaxListValue = std::numeric_limits<int32_t>::max();
@@ -153,4 +153,4 @@ std::vector<uint64_t> run_bench(tessel::Context& ctx, const tessel::Model& model
     return samples;
 }
 
-}  // namespace tessel::runtime
+}  // namespace tessel::tools

@@ -15,19 +15,20 @@
 #include <cstdint>
 #include <string>
 
-#include "gguf/reader.hpp"
-#include "model/hparams.hpp"
+#include "tessel/engine.hpp"
+#include "tessel/gguf_file.hpp"
 
-namespace tessel::runtime {
+namespace tessel::tools {
 
 /// llama.cpp's name of a file type (general.file_type), e.g. 3 -> "Q4_1"; "unknown, may not
 /// work" for a value it does not define.
 std::string file_type_name(uint32_t file_type);
 
-/// llama.cpp's size class of a model (see above), e.g. "256M", or "?B".
-std::string size_class(const model::Hparams& hp);
+/// llama.cpp's size class of a model (see above; from arch, n_layer, n_vocab, n_head and
+/// n_head_kv), e.g. "256M", or "?B".
+std::string size_class(const ModelInfo& info);
 
-/// "<arch> <size class> <file type>" for a loaded model's file and hyper-parameters.
-std::string model_description(const gguf::File& file, const model::Hparams& hp);
+/// "<arch> <size class> <file type>" for a loaded model (`info`) and the file it was loaded from.
+std::string model_description(const GgufFile& file, const ModelInfo& info);
 
-}  // namespace tessel::runtime
+}  // namespace tessel::tools

@@ -1,4 +1,4 @@
-#include "runtime/sha256.hpp"
+#include "common/sha256.hpp"
 
 #include <openssl/evp.h>
 
@@ -10,7 +10,7 @@
 
 #include "tessel/errors.hpp"
 
-namespace tessel::runtime {
+namespace tessel::tools {
 
 namespace {
 
@@ -53,4 +53,4 @@ std::string sha256_file_hex(const std::filesystem::path& path) {
     return hex;
 }
 
-}  // namespace tessel::runtime
+}  // namespace tessel::tools

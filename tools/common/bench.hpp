@@ -22,7 +22,7 @@
 
 #include "tessel/engine.hpp"
 
-namespace tessel::runtime {
+namespace tessel::tools {
 
 /// One test: prompt processing, generation, or both.
 struct BenchTest {
@@ -61,4 +61,4 @@ using BenchProgress = std::function<void(std::string_view phase, int rep)>;
 std::vector<uint64_t> run_bench(tessel::Context& ctx, const tessel::Model& model, const BenchTest& test, int64_t n_batch, int reps,
                                 std::mt19937& rng, const BenchProgress& progress = {});
 
-}  // namespace tessel::runtime
+}  // namespace tessel::tools

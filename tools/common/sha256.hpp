@@ -5,11 +5,11 @@
 #include <filesystem>
 #include <string>
 
-namespace tessel::runtime {
+namespace tessel::tools {
 
 /// SHA-256 of the whole file at `path` as 64 lowercase hex digits.
 /// Throws tessel::Error(Io) naming the path when the file cannot be opened or read, and
 /// tessel::Error(Io) when libcrypto reports a failure.
 std::string sha256_file_hex(const std::filesystem::path& path);
 
-}  // namespace tessel::runtime
+}  // namespace tessel::tools

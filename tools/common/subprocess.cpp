@@ -1,4 +1,4 @@
-#include "runtime/subprocess.hpp"
+#include "common/subprocess.hpp"
 
 #include <spawn.h>
 #include <sys/wait.h>
@@ -11,7 +11,7 @@
 
 extern char** environ;
 
-namespace tessel::runtime {
+namespace tessel::tools {
 
 std::string ExitStatus::describe() const {
     // 127 is what a child reports when exec failed after a plain fork, as under QEMU user mode.
@@ -70,4 +70,4 @@ ExitStatus run_process(const std::vector<std::string>& argv) {
     return st;
 }
 
-}  // namespace tessel::runtime
+}  // namespace tessel::tools

@@ -5,13 +5,13 @@
 #include <memory>
 #include <string>
 
-#include "commands.hpp"
+#include "dev/commands.hpp"
 #include "cpu/threadpool.hpp"
 #include "model/quantize.hpp"
 #include "tessel/errors.hpp"
 #include "text.hpp"
 
-namespace tessel::cli {
+namespace tessel::cli::dev {
 namespace {
 
 std::string type_list() {
@@ -38,6 +38,7 @@ void add_quantize_command(CLI::App& app) {
     o->threads = cpu::default_thread_count();
     CLI::App* cmd = app.add_subcommand("quantize", "Write a copy of a GGUF model with its weights quantized to TYPE "
                                                    "(llama-quantize's type rules)");
+    cmd->group(kDeveloperGroup);
     cmd->add_option("in", o->in, "Input GGUF model")->required();
     cmd->add_option("out", o->out, "Output GGUF file (written to OUT.tmp, then renamed)")->required();
     cmd->add_option("type", o->type, "One of: " + type_list())
@@ -64,7 +65,7 @@ void add_quantize_command(CLI::App& app) {
             o->in, o->out, target, {o->pure, o->allow_requantize}, o->threads, [&](const model::TensorPlan& p) {
                 const gguf::TensorInfo& t = *p.info;
                 std::printf("[%4zu] %-32s %-16s %-6s -> %-6s %10" PRIu64 " -> %10" PRIu64 " bytes  (%s)\n", ++i,
-                            printable(t.name).c_str(), shape_text(t).c_str(), dtype_name(t.type), dtype_name(p.to), t.size,
+                            printable(t.name).c_str(), shape_text({t.ne, t.n_dims}).c_str(), dtype_name(t.type), dtype_name(p.to), t.size,
                             p.bytes_out, p.reason.c_str());
                 std::fflush(stdout);
             });
@@ -74,4 +75,4 @@ void add_quantize_command(CLI::App& app) {
     });
 }
 
-}  // namespace tessel::cli
+}  // namespace tessel::cli::dev

@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-namespace tessel::runtime {
+namespace tessel::tools {
 
 /// One test's result (see the field list above).
 struct BenchRecord {
@@ -67,4 +67,4 @@ std::string bench_markdown_row(const BenchRecord& r, const MarkdownColumns& cols
 /// The current time as RFC 3339 UTC, e.g. "2025-01-31T12:00:00Z" (llama-bench's test_time).
 std::string utc_timestamp();
 
-}  // namespace tessel::runtime
+}  // namespace tessel::tools

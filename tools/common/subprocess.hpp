@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace tessel::runtime {
+namespace tessel::tools {
 
 /// How a child process ended.
 struct ExitStatus {
@@ -25,4 +25,4 @@ struct ExitStatus {
 /// program cannot be started (e.g. "python3: not found on PATH").
 ExitStatus run_process(const std::vector<std::string>& argv);
 
-}  // namespace tessel::runtime
+}  // namespace tessel::tools

@@ -1,4 +1,4 @@
-#include "runtime/perplexity.hpp"
+#include "common/perplexity.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 
 #include "tessel/errors.hpp"
 
-namespace tessel::runtime {
+namespace tessel::tools {
 namespace {
 
 /// -log softmax(logits)[target], computed in double around the row maximum.
@@ -37,7 +37,7 @@ PerplexityResult perplexity(Context& ctx, std::span<const int32_t> tokens, int32
     double sum = 0.0, sum2 = 0.0;
     PerplexityResult r;
     for (int64_t c = 0; c < n_chunks; ++c) {
-        ctx.kv().clear();
+        ctx.clear();
         const int32_t* chunk = tokens.data() + c * n_ctx;
         for (int64_t b0 = 0; b0 < n_ctx; b0 += n_batch) {
             const int64_t b1 = std::min(n_ctx, b0 + n_batch);
@@ -62,4 +62,4 @@ PerplexityResult perplexity(Context& ctx, std::span<const int32_t> tokens, int32
     return r;
 }
 
-}  // namespace tessel::runtime
+}  // namespace tessel::tools

@@ -1,4 +1,4 @@
-#include "runtime/bench_report.hpp"
+#include "common/bench_report.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -6,9 +6,9 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
-#include "runtime/bench.hpp"
+#include "common/bench.hpp"
 
-namespace tessel::runtime {
+namespace tessel::tools {
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -173,4 +173,4 @@ std::string utc_timestamp() {
     return buf;
 }
 
-}  // namespace tessel::runtime
+}  // namespace tessel::tools

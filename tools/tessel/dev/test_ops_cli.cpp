@@ -8,12 +8,12 @@
 #include <vector>
 
 #include "backend/registry.hpp"
-#include "commands.hpp"
+#include "dev/commands.hpp"
 #include "tessel/errors.hpp"
 #include "test_ops.hpp"
 #include "runtime/devices.hpp"
 
-namespace tessel::cli {
+namespace tessel::cli::dev {
 namespace {
 
 struct RawOptions {
@@ -107,6 +107,7 @@ test_ops::Options validate(const RawOptions& raw) {
 void add_test_ops_command(CLI::App& app) {
     auto raw = std::make_shared<RawOptions>();
     CLI::App* cmd = app.add_subcommand("test-ops", "check every op of every backend against the reference kernels");
+    cmd->group(kDeveloperGroup);
     cmd->add_option("mode", raw->mode, "test (default): compare with the reference; perf: time ops; support: op table");
     cmd->add_option("-b,--backend", raw->backends, "backends to test, comma-separated (default: all)");
     cmd->add_option("-o,--op", raw->ops, "ops to test, comma-separated (e.g. MUL_MAT,ROPE)");
@@ -136,4 +137,4 @@ void add_test_ops_command(CLI::App& app) {
     });
 }
 
-}  // namespace tessel::cli
+}  // namespace tessel::cli::dev

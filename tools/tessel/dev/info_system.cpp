@@ -1,0 +1,105 @@
+// `tessel info --system` and `tessel info --kernels`: this machine's CPU (model, cores, ISA
+// features and tiers under TESSEL_CPU_ISA) and the packed CPU kernels, as text or JSON.
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "core/cpu_features.hpp"
+#include "cpu/packed/buffer.hpp"
+#include "cpu/packed/kernel.hpp"
+#include "cpu/packed/report.hpp"
+#include "cpu/threadpool.hpp"
+#include "dev/commands.hpp"
+#include "text.hpp"
+
+namespace tessel::cli::dev {
+namespace {
+
+void print_system(bool json) {
+    // Usable features first: a bad TESSEL_CPU_ISA is reported before anything is printed.
+    const CpuFeatures& use = usable_cpu_features();
+    const CpuFeatures& det = cpu_features();
+    const std::optional<std::string> env = cpu_isa_env();
+    const int cores = cpu::default_thread_count();
+    if (json) {
+        nlohmann::ordered_json features = nlohmann::ordered_json::object();
+        for (const CpuFeatureInfo& fi : cpu_feature_table())
+            if (fi.arch == det.arch)
+                features[fi.name] = {{"detected", det.*fi.member}, {"usable", use.*fi.member}, {"tier", tier_name(fi.tier)}};
+        nlohmann::ordered_json out = {{"cpu", det.model},
+                                      {"arch", arch_name(det.arch)},
+                                      {"physical_cores", cores},
+                                      {"features", features}};
+        if (det.arch == CpuArch::Arm) {
+            out["sve_vector_bytes"] = {{"detected", det.sve_vector_bytes}, {"usable", use.sve_vector_bytes}};
+            out["sme_vector_bytes"] = {{"detected", det.sme_vector_bytes}, {"usable", use.sme_vector_bytes}};
+        }
+        out["best_tier"] = tier_name(best_tier(det));
+        out["usable_tier"] = tier_name(best_tier(use));
+        out["tessel_cpu_isa"] = env ? nlohmann::ordered_json(*env) : nlohmann::ordered_json(nullptr);
+        std::printf("%s\n", out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace).c_str());
+        return;
+    }
+    std::printf("cpu: %s\n", printable(det.model.empty() ? "unknown" : det.model).c_str());
+    std::printf("arch: %s\n", arch_name(det.arch));
+    std::printf("physical cores: %d\n", cores);
+    std::printf("TESSEL_CPU_ISA: %s\n", env ? printable(*env).c_str() : "(unset)");
+    std::printf("best tier: %s\n", tier_name(best_tier(det)));
+    std::printf("usable tier: %s\n", tier_name(best_tier(use)));
+    std::printf("\nfeatures:\n  %-12s %-10s %-8s %s\n", "name", "detected", "usable", "tier");
+    for (const CpuFeatureInfo& fi : cpu_feature_table())
+        if (fi.arch == det.arch)
+            std::printf("  %-12s %-10s %-8s %s\n", fi.name, det.*fi.member ? "yes" : "no", use.*fi.member ? "yes" : "no",
+                        tier_name(fi.tier));
+    if (det.arch == CpuArch::Arm) {
+        std::printf("\nsve vector length: %d bytes (usable: %d)\n", det.sve_vector_bytes, use.sve_vector_bytes);
+        std::printf("sme vector length: %d bytes (usable: %d)\n", det.sme_vector_bytes, use.sme_vector_bytes);
+    }
+}
+
+void print_kernels(int threads) {
+    if (threads <= 0) threads = cpu::default_thread_count();
+    const std::string report = cpu::packed::kernel_report(usable_cpu_features(), cpu_features(), threads, cpu::packed::matrix_thread_cap());
+    std::fputs(report.c_str(), stdout);
+    if (!cpu::packed::packed_enabled()) std::puts("\nTESSEL_CPU_PACKED=0: weights are not packed");
+}
+
+}  // namespace
+
+std::function<bool(bool json)> add_info_developer_options(CLI::App& info, CLI::Option* file, CLI::Option* full_arrays) {
+    struct Options {
+        bool system = false;
+        bool kernels = false;
+        int threads = 0;
+    };
+    auto opts = std::make_shared<Options>();
+    info.add_flag("--system", opts->system,
+                  "Print the CPU: model, physical cores, ISA features (detected / usable under TESSEL_CPU_ISA), tiers")
+        ->excludes(file)
+        ->excludes(full_arrays)
+        ->group(kDeveloperOptionsGroup);
+    info.add_flag("--kernels", opts->kernels,
+                  "Print the packed CPU kernels: per weight type every compiled kernel, whether this CPU runs it, "
+                  "and which one the chain selects (for -t threads) and why")
+        ->excludes(file)
+        ->excludes(full_arrays)
+        ->group(kDeveloperOptionsGroup);
+    info.add_option("-t,--threads", opts->threads, "With --kernels: thread count for the chain's plan (0: physical cores)")
+        ->check(CLI::Range(0, 1024))
+        ->group(kDeveloperOptionsGroup);
+    return [opts](bool json) {
+        if (opts->system) {
+            print_system(json);
+            return true;
+        }
+        if (opts->kernels) {
+            print_kernels(opts->threads);
+            return true;
+        }
+        return false;
+    };
+}
+
+}  // namespace tessel::cli::dev
