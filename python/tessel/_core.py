@@ -53,3 +53,27 @@ def text_out(call, initial: int = 256) -> bytes:
         status = call(buf, n.value + 1, ctypes.byref(n))
     check(status)
     return buf.raw[: n.value]
+
+
+class Handle:
+    """Owns one tessel handle (self._h) and frees it with the C function named by `_free`
+    (e.g. "tessel_model_free") on close(), at the end of a `with` block, or when collected.
+    A handle that failed to be made (self._h unset or NULL) frees nothing."""
+
+    _free = ""
+    _h = None
+
+    def close(self) -> None:
+        """Frees the handle now; later calls do nothing."""
+        if self._h:
+            getattr(lib(), self._free)(self._h)
+            self._h = None
+
+    def __del__(self):
+        self.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -7,14 +7,16 @@ import ctypes
 from typing import Optional, Sequence
 
 from . import _lib
-from ._core import check, lib
+from ._core import Handle, check, lib
 from .model import Model
 
 
-class Context:
+class Context(Handle):
     """A context on `model`. n_ctx: KV cells (0: the model's training context, at most 4096);
     n_threads: CPU threads (0: physical cores); flash_attn: "auto", "on" or "off"; type_k/type_v:
     "f16", "f32" or "q8_0". Raises tessel.Error ("invalid-argument", "out-of-memory")."""
+
+    _free = "tessel_context_free"
 
     def __init__(self, model: Model, n_ctx: int = 0, n_threads: int = 0, n_ubatch: int = 512,
                  flash_attn: str = "auto", type_k: str = "f16", type_v: str = "f16"):
@@ -30,21 +32,6 @@ class Context:
         self._h = handle
         self.model = model
         self.n_ctx = int(l.tessel_context_n_ctx(self._h))
-
-    def close(self) -> None:
-        """Frees the context. Called when collected."""
-        if getattr(self, "_h", None):
-            lib().tessel_context_free(self._h)
-            self._h = None
-
-    def __del__(self):
-        self.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     def decode(self, tokens: Sequence[int], pos: int = 0, seq: int = 0, all_logits: bool = False) -> None:
         """Decodes `tokens` as sequence `seq` at positions pos, pos+1, ...; keeps the logits of
@@ -98,9 +85,11 @@ class Context:
         check(lib().tessel_kv_clear(self._h))
 
 
-class Sampler:
+class Sampler(Handle):
     """Picks tokens from logits: penalties, then greedy (temp <= 0) or top-k, top-p, min-p,
     temperature and a seeded draw (seed None: random). Raises tessel.Error naming a bad field."""
+
+    _free = "tessel_sampler_free"
 
     def __init__(self, n_vocab: int, temp: float = 0.8, top_k: int = 40, top_p: float = 0.95, min_p: float = 0.05,
                  repeat_penalty: float = 1.0, repeat_last_n: int = 64, presence_penalty: float = 0.0,
@@ -114,14 +103,6 @@ class Sampler:
         handle = ctypes.c_void_p()
         check(l.tessel_sampler_new(ctypes.byref(p), n_vocab, ctypes.byref(handle)))
         self._h = handle
-
-    def close(self) -> None:
-        if getattr(self, "_h", None):
-            lib().tessel_sampler_free(self._h)
-            self._h = None
-
-    def __del__(self):
-        self.close()
 
     def sample(self, ctx: Context, i: int = -1) -> int:
         """The token picked from ctx's i-th kept logits of its last decode (not recorded: accept())."""

@@ -4,13 +4,15 @@ from __future__ import annotations
 import ctypes
 from typing import Iterator, Optional, Sequence, Union
 
-from ._core import check, lib, text_out
+from ._core import Handle, check, lib, text_out
 from .context import Context, Sampler
 from .model import Model
 
 
-class _Detokenizer:
+class _Detokenizer(Handle):
     """tessel_detokenizer: token -> text that never cuts a UTF-8 character in two."""
+
+    _free = "tessel_detokenizer_free"
 
     def __init__(self, model: Model):
         self._h = ctypes.c_void_p()
@@ -29,9 +31,6 @@ class _Detokenizer:
     def flush(self) -> bytes:
         return text_out(lambda buf, size, n: lib().tessel_detokenizer_flush(self._h, buf, size, n))
 
-    def __del__(self):
-        if getattr(self, "_h", None):
-            lib().tessel_detokenizer_free(self._h)
 
 
 def generate(model_or_ctx: Union[Model, Context], prompt: Union[str, bytes, Sequence[int]], n_predict: int = -1, *,

@@ -5,7 +5,7 @@ import ctypes
 from typing import Callable, Iterable, Optional, Sequence, Union
 
 from . import _lib
-from ._core import Error, check, lib, text_out
+from ._core import Error, Handle, check, lib, text_out
 
 Text = Union[str, bytes]
 
@@ -14,12 +14,14 @@ def _bytes(text: Text) -> bytes:
     return text.encode("utf-8") if isinstance(text, str) else bytes(text)
 
 
-class Model:
+class Model(Handle):
     """A GGUF model loaded for `device` ("cpu", "npu", "npu1", ...) or `devices` (a list in
     priority order; the CPU is always added last). `vocab_only` loads the tokenizer and
     hyper-parameters only (no Context then). `progress(fraction)` is called as weights load,
     fraction 0..1; returning False cancels (Error "cancelled"); an exception it raises cancels the
     load and is raised again. Raises tessel.Error (e.g. status "io" naming a missing file)."""
+
+    _free = "tessel_model_free"
 
     def __init__(self, path: str, device: str = "cpu", *, devices: Optional[Sequence[str]] = None,
                  vocab_only: bool = False, progress: Optional[Callable[[float], bool]] = None):
@@ -50,21 +52,6 @@ class Model:
         self.info = {name: (getattr(info, name).decode() if isinstance(getattr(info, name), bytes) else getattr(info, name))
                      for name, _ in _lib.ModelInfo._fields_}
         self.n_vocab = int(info.n_vocab)
-
-    def close(self) -> None:
-        """Frees the model (contexts made from it keep it alive). Called when collected."""
-        if getattr(self, "_h", None):
-            lib().tessel_model_free(self._h)
-            self._h = None
-
-    def __del__(self):
-        self.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     def tokenize(self, text: Text, add_special: bool = True, parse_special: bool = False) -> list[int]:
         """Token ids of `text` (str as UTF-8, or bytes). add_special: BOS/EOS as the model says;
