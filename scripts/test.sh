@@ -16,7 +16,7 @@
 #      the library with libFuzzer's coverage instrumentation (compute kernels, tools and tests
 #      excepted: cmake/fuzz_coverage_ignorelist.txt), libFuzzer linked into the fuzz targets; the
 #      three fuzzers (GGUF reader, model load, tokenizer) run TESSEL_FUZZ_SECONDS each (default 60),
-#      one after the other on one core, while the unit, GGUF, test-ops, model, CLI and NPU tests run
+#      one after the other on one core, while the unit, GGUF, test-ops, model, CLI, NPU and C API tests run
 #      there; a crashing input is kept in build-san/artifacts/
 #   4. ThreadSanitizer tree (build-tsan/): only test_tsan (thread pool, NPU in-process link)
 #   5. aarch64 cross build (build-arm64/) and its unit, GGUF, model and test-ops --ci tests under
@@ -94,7 +94,7 @@ fuzzers=(fuzz_gguf fuzz_model_load fuzz_tokenizer)
 # libFuzzer options per target besides the common ones: fuzz_model_load's inputs are short programs
 # of mutations whose length costs nothing, so they may have any length up to 256 bytes at once
 declare -A fuzz_opts=([fuzz_gguf]="" [fuzz_model_load]="-len_control=0 -max_len=256" [fuzz_tokenizer]="")
-phase "fuzz the GGUF reader, model load and the tokenizer for ${fuzz_seconds} s each (one core, one after the other) beside the sanitizer tests (unit, gguf, ops, model, cli, npu)"
+phase "fuzz the GGUF reader, model load and the tokenizer for ${fuzz_seconds} s each (one core, one after the other) beside the sanitizer tests (unit, gguf, ops, model, cli, npu, api)"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # seed corpora: fuzz_gguf's committed files (tests/fuzz/corpus), the others' generated
@@ -117,7 +117,7 @@ run_fuzzers &
 fuzz_pid=$!
 # a failed test run stops the fuzzers too (the running one is the loop's child)
 trap 'pkill -P "$fuzz_pid" 2>/dev/null || true; kill "$fuzz_pid" 2>/dev/null || true; rm -rf "$work"' EXIT
-(cd build-san && run_ctest -L 'unit|gguf|ops|model|cli|npu')
+(cd build-san && run_ctest -L 'unit|gguf|ops|model|cli|npu|api')
 wait "$fuzz_pid"
 for f in "${fuzzers[@]}"; do
   echo "-- $f: $(grep -E '^#[0-9]+[[:space:]]+DONE' "$work/$f.log" | sed -E 's/^#([0-9]+)[[:space:]]+DONE +/\1 runs, /' || true)"

@@ -534,6 +534,19 @@ static void test_lifetime(const char* model_path) {
     tessel_context_free(ctx);
 }
 
+static void free_expect(Expect* e) {
+    free(e->model);
+    free(e->utf8_text);
+    free(e->prompt_text);
+    free(e->cpp_greedy_text);
+    free(e->utf8_tokens.v);
+    free(e->prompt_tokens.v);
+    free(e->full_tokens.v);
+    free(e->cpp_greedy.v);
+    free(e->full_logits.v);
+    free(e->cpp_logits.v);
+}
+
 int main(int argc, char** argv) {
     if (argc != 2) die("usage: c_api_test EXPECT_FILE");
     Expect e = read_expect(argv[1]);
@@ -545,6 +558,7 @@ int main(int argc, char** argv) {
     test_decode(m, &e);
     tessel_model_free(m);
     test_lifetime(e.model);
+    free_expect(&e);
     if (g_failures) {
         fprintf(stderr, "c_api_test: %d check(s) failed\n", g_failures);
         return 1;
