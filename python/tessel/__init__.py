@@ -9,7 +9,8 @@
     for piece in tessel.generate(model, "Once upon a time", n_predict=32, temp=0):
         print(piece, end="", flush=True)
 
-Failures raise tessel.Error (its `status` names the kind, its message the file or argument).
+Failures raise tessel.Error (its `status` names the kind, its message the file or argument),
+including integers outside their C type's range; wrong Python types raise TypeError.
 The library is found as tessel/_lib.py says (TESSEL_LIBRARY first). docs/api.md has the rest.
 """
 from __future__ import annotations

@@ -196,8 +196,9 @@ _SIGNATURES = {
 }
 
 TESSEL_OK = 0
+TESSEL_ERROR_INVALID_ARGUMENT = 2
 TESSEL_ERROR_BUFFER_TOO_SMALL = 100
-RANDOM_SEED = 0xFFFFFFFF
+RANDOM_SEED = 0xFFFFFFFF  # tessel_sampler_params.seed: draw a random seed
 FLASH_ATTN = {"off": 0, "on": 1, "auto": 2}
 
 

@@ -2,16 +2,14 @@
 from __future__ import annotations
 
 import ctypes
+import os
+from collections.abc import Mapping
 from typing import Callable, Iterable, Optional, Sequence, Union
 
 from . import _lib
-from ._core import Error, Handle, check, lib, text_out
+from ._core import Handle, c_int, c_text, check, invalid, lib, text_out
 
-Text = Union[str, bytes]
-
-
-def _bytes(text: Text) -> bytes:
-    return text.encode("utf-8") if isinstance(text, str) else bytes(text)
+Text = Union[str, bytes, bytearray]
 
 
 class Model(Handle):
@@ -19,14 +17,25 @@ class Model(Handle):
     priority order; the CPU is always added last). `vocab_only` loads the tokenizer and
     hyper-parameters only (no Context then). `progress(fraction)` is called as weights load,
     fraction 0..1; returning False cancels (Error "cancelled"); an exception it raises cancels the
-    load and is raised again. Raises tessel.Error (e.g. status "io" naming a missing file)."""
+    load and is raised again. Raises tessel.Error (e.g. status "io" naming a missing file);
+    TypeError unless path is a str or os.PathLike and devices a list of device names."""
 
     _free = "tessel_model_free"
+    _what = "model"
 
-    def __init__(self, path: str, device: str = "cpu", *, devices: Optional[Sequence[str]] = None,
+    def __init__(self, path: Union[str, os.PathLike], device: str = "cpu", *, devices: Optional[Sequence[str]] = None,
                  vocab_only: bool = False, progress: Optional[Callable[[float], bool]] = None):
         l = lib()
-        names = [d.encode() for d in (devices if devices is not None else [device])]
+        try:
+            file = os.fsencode(path)
+        except TypeError:
+            raise TypeError(f"path must be a str or os.PathLike, not {type(path).__name__}") from None
+        if devices is None:
+            names = [c_text(device, "device")]
+        elif isinstance(devices, (list, tuple)):
+            names = [c_text(d, f"devices[{i}]") for i, d in enumerate(devices)]
+        else:
+            raise TypeError(f"devices must be a list of device names, not {type(devices).__name__}")
         p = l.tessel_model_default_params()
         arr = (ctypes.c_char_p * max(1, len(names)))(*names)
         p.devices = ctypes.cast(arr, ctypes.POINTER(ctypes.c_char_p))
@@ -42,7 +51,7 @@ class Model(Handle):
                     return False
             p.progress = _lib.PROGRESS(on_progress)
         handle = ctypes.c_void_p()
-        status = l.tessel_model_load(str(path).encode(), ctypes.byref(p), ctypes.byref(handle))
+        status = l.tessel_model_load(file, ctypes.byref(p), ctypes.byref(handle))
         if raised:
             raise raised[0]
         check(status)
@@ -53,15 +62,24 @@ class Model(Handle):
                      for name, _ in _lib.ModelInfo._fields_}
         self.n_vocab = int(info.n_vocab)
 
+    def close(self) -> None:
+        """Frees the model now; later calls do nothing. Contexts made from it keep decoding (the
+        library keeps what they need), but the model's own methods (tokenize, detokenize, is_eog,
+        chat templates, a new Context, generate given this model or a context of it) then raise
+        tessel.Error "invalid-argument" ("the model was closed")."""
+        super().close()
+
     def tokenize(self, text: Text, add_special: bool = True, parse_special: bool = False) -> list[int]:
-        """Token ids of `text` (str as UTF-8, or bytes). add_special: BOS/EOS as the model says;
-        parse_special: special-token text such as "<|im_start|>" becomes that token."""
-        data = _bytes(text)
+        """Token ids of `text` (str as UTF-8, or bytes/bytearray; anything else: TypeError).
+        add_special: BOS/EOS as the model says; parse_special: special-token text such as
+        "<|im_start|>" becomes that token."""
+        data = c_text(text, "text")
+        h = self._live()
         n = ctypes.c_size_t(0)
         cap = len(data) + 8
         while True:
             out = (ctypes.c_int32 * cap)()
-            status = lib().tessel_tokenize(self._h, data, len(data), add_special, parse_special, out, cap, ctypes.byref(n))
+            status = lib().tessel_tokenize(h, data, len(data), add_special, parse_special, out, cap, ctypes.byref(n))
             if status != _lib.TESSEL_ERROR_BUFFER_TOO_SMALL:
                 check(status)
                 return list(out[: n.value])
@@ -69,9 +87,10 @@ class Model(Handle):
 
     def detokenize_bytes(self, tokens: Iterable[int], special: bool = False) -> bytes:
         """The bytes of `tokens` concatenated (control tokens as text only when `special`)."""
-        ids = list(tokens)
+        ids = [c_int(t, f"tokens[{i}]") for i, t in enumerate(tokens)]
+        h = self._live()
         arr = (ctypes.c_int32 * max(1, len(ids)))(*ids)
-        return text_out(lambda buf, size, n: lib().tessel_detokenize(self._h, arr, len(ids), special, buf, size, n))
+        return text_out(lambda buf, size, n: lib().tessel_detokenize(h, arr, len(ids), special, buf, size, n))
 
     def detokenize(self, tokens: Iterable[int], special: bool = False) -> str:
         """detokenize_bytes() decoded as UTF-8 (invalid bytes become U+FFFD)."""
@@ -79,12 +98,13 @@ class Model(Handle):
 
     def is_eog(self, token: int) -> bool:
         """True for an end-of-generation token (eos, eot, <|im_end|>, ...)."""
-        return bool(lib().tessel_token_is_eog(self._h, token))
+        token = c_int(token, "token")
+        return bool(lib().tessel_token_is_eog(self._live(), token))
 
     @property
     def chat_template(self) -> str:
         """The model's tokenizer.chat_template ("" when it has none)."""
-        return lib().tessel_model_chat_template(self._h).decode("utf-8", "replace")
+        return lib().tessel_model_chat_template(self._live()).decode("utf-8", "replace")
 
     def apply_chat_template(self, messages: Sequence[dict], add_generation_prompt: bool = True,
                             template: Optional[str] = None) -> str:
@@ -95,14 +115,20 @@ class Model(Handle):
 
 def apply_chat_template(template: str, messages: Sequence[dict], add_generation_prompt: bool = True) -> str:
     """Renders messages with `template` (a model's chat template text or a built-in name).
-    Raises Error "unsupported" for an unknown template, "invalid-argument" for a bad role."""
+    Raises Error "unsupported" for an unknown template, "invalid-argument" for a bad role or a
+    message lacking "role" or "content"; TypeError for a message that is not a dict."""
+    tmpl = c_text(template, "template")
     msgs = (_lib.ChatMessage * max(1, len(messages)))()
     keep = []
     for i, m in enumerate(messages):
-        role, content = _bytes(m["role"]), _bytes(m["content"])
+        if not isinstance(m, Mapping):
+            raise TypeError(f"messages[{i}] must be a dict with 'role' and 'content', not {type(m).__name__}")
+        for key in ("role", "content"):
+            if key not in m:
+                raise invalid(f"messages[{i}] lacks the key {key!r}")
+        role, content = c_text(m["role"], f"messages[{i}]['role']"), c_text(m["content"], f"messages[{i}]['content']")
         keep += [role, content]
         msgs[i].role, msgs[i].content = role, content
-    tmpl = template.encode()
     out = text_out(lambda buf, size, n: lib().tessel_chat_apply_template(tmpl, msgs, len(messages), add_generation_prompt,
                                                                           buf, size, n), 1024)
     return out.decode("utf-8", "replace")

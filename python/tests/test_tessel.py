@@ -129,3 +129,86 @@ def test_library_comes_from_tessel_library(monkeypatch, tmp_path):
     monkeypatch.setenv("TESSEL_LIBRARY", str(tmp_path / "missing.so"))
     with pytest.raises(tessel.LibraryNotFound, match="missing.so"):
         _lib.find_library()
+
+
+def assert_invalid(excinfo, *words):
+    """A tessel.Error "invalid-argument" (the C API's code) whose message has every word."""
+    from tessel import _lib
+
+    e = excinfo.value
+    assert e.status == "invalid-argument" and e.code == _lib.TESSEL_ERROR_INVALID_ARGUMENT, e
+    for word in words:
+        assert word in e.message, (word, e.message)
+
+
+def test_integers_outside_their_c_type_raise_instead_of_wrapping(model):
+    ctx = tessel.Context(model, n_ctx=64)
+    int32 = "-2147483648..2147483647"
+    cases = [(lambda: ctx.decode([2**32 + 28]), ("tokens[0]", int32)),
+             (lambda: ctx.decode([28], pos=2**32), ("pos", int32)),
+             (lambda: ctx.decode([28, 28], pos=2**31 - 1), ("pos + len(tokens) - 1", int32)),
+             (lambda: ctx.kv_seq_rm(0, 2**32), ("p0",)),
+             (lambda: model.detokenize([2**32 + 28]), ("tokens[0]", int32)),
+             (lambda: model.is_eog(2**40), ("token", int32)),
+             (lambda: tessel.Sampler(10, top_k=2**40), ("top_k", int32)),
+             (lambda: tessel.Context(model, n_threads=2**32), ("n_threads",)),
+             (lambda: tessel.generate(model, "Hi", seed=2**33), ("seed", "0..4294967294")),
+             (lambda: tessel.Sampler(10, seed=2**32 - 1), ("seed", "0..4294967294")),
+             (lambda: tessel.Sampler(10, seed=-1), ("seed",))]
+    for call, words in cases:
+        with pytest.raises(tessel.Error) as e:
+            call()
+        assert_invalid(e, *words)
+    assert tessel.Sampler(10, seed=2**32 - 2).seed == 2**32 - 2
+    for call in (lambda: ctx.decode([True]), lambda: ctx.decode([28.0]), lambda: model.is_eog(1.5),
+                 lambda: tessel.Sampler(10, top_k=True), lambda: tessel.Sampler(10, seed="1")):
+        with pytest.raises(TypeError):
+            call()
+
+
+def test_text_arguments_are_str_or_bytes_only(model):
+    for bad in (5, [1, 2], None):
+        with pytest.raises(TypeError, match="text"):
+            model.tokenize(bad)
+    assert model.tokenize(bytearray(b"Hello")) == model.tokenize(b"Hello") == model.tokenize("Hello")
+
+
+def test_closed_model_and_context_say_so(model_path):
+    m2 = tessel.Model(model_path)
+    ids = m2.tokenize("Hi")
+    ctx = tessel.Context(m2, n_ctx=64)
+    m2.close()
+    ctx.decode(ids)  # the context keeps decoding
+    assert len(ctx.logits()) == m2.n_vocab
+    for call in (lambda: tessel.generate(ctx, "Hi"), lambda: m2.tokenize("Hi"), lambda: m2.detokenize(ids),
+                 lambda: tessel.Context(m2)):
+        with pytest.raises(tessel.Error) as e:
+            call()
+        assert_invalid(e, "the model was closed")
+    ctx.close()
+    for call in (ctx.logits, lambda: ctx.decode(ids), ctx.kv_clear, lambda: ctx.n_outputs):
+        with pytest.raises(tessel.Error) as e:
+            call()
+        assert_invalid(e, "the context was closed")
+
+
+def test_wrong_types_raise_type_error_and_bad_values_tessel_error(model, model_path):
+    for call, match in ((lambda: tessel.Model(None), "path"), (lambda: tessel.Model(123), "path"),
+                        (lambda: tessel.Model(model_path, devices="cpu"), "devices must be a list of device names"),
+                        (lambda: tessel.Context("x"), "tessel.Model"),
+                        (lambda: tessel.generate("x", "Hi"), "tessel.Model or tessel.Context"),
+                        (lambda: tessel.generate(model, 5), "prompt"),
+                        (lambda: tessel.Context(model, type_k=None), "type_k"),
+                        (lambda: tessel.apply_chat_template("chatml", ["hi"]), r"messages\[0\]")):
+        with pytest.raises(TypeError, match=match):
+            call()
+    for prompt in ("", []):
+        with pytest.raises(tessel.Error) as e:
+            tessel.generate(model, prompt)
+        assert_invalid(e, "the prompt is empty")
+    with pytest.raises(tessel.Error) as e:
+        model.apply_chat_template([{"role": "user", "content": "Hi"}, {"role": "user"}])
+    assert_invalid(e, "messages[1]", "'content'")
+    with pytest.raises(tessel.Error) as e:
+        tessel.Context(model, flash_attn="maybe")
+    assert_invalid(e, "flash_attn")
