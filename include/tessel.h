@@ -176,7 +176,7 @@ typedef struct tessel_model_info {
     bool vocab_only;
 } tessel_model_info;
 
-/* Facts about the model; the strings are the model's, valid until it is freed.
+/* Facts about the model; the strings are the model's, valid until tessel_model_free(model) is called.
  * INVALID_ARGUMENT for NULL arguments. */
 TESSEL_API tessel_status tessel_model_get_info(const tessel_model* model, tessel_model_info* info);
 /* Tokens of the vocabulary, or 0 for a NULL model. */
@@ -224,8 +224,8 @@ typedef struct tessel_chat_message {
     const char* content;  /* NUL-terminated */
 } tessel_chat_message;
 
-/* The model's tokenizer.chat_template, "" when it has none. Valid until the model is freed;
- * NULL only for a NULL model. */
+/* The model's tokenizer.chat_template, "" when it has none. Valid until tessel_model_free(model)
+ * is called (even while a context still keeps the model itself alive); NULL only for a NULL model. */
 TESSEL_API const char* tessel_model_chat_template(const tessel_model* model);
 
 /* Renders messages[0..n_messages) as a chat model's prompt into buf (Buffers above).
@@ -250,7 +250,7 @@ typedef enum tessel_flash_attn {
 typedef struct tessel_context_params {
     int64_t n_ctx;     /* KV cells (tokens); 0: the model's training context capped at 4096 */
     int64_t n_ubatch;  /* tokens per forward graph (decode splits larger batches), >= 1 */
-    int32_t n_threads; /* CPU threads; 0: the number of physical cores */
+    int32_t n_threads; /* CPU threads, 0..1024; 0: the number of physical cores */
     tessel_flash_attn flash_attn;
     const char* type_k; /* KV cache types "f16", "f32" or "q8_0" (q8_0 V needs flash attention); */
     const char* type_v; /* NULL: "f16" */
@@ -271,23 +271,28 @@ TESSEL_API int64_t tessel_context_n_ctx(const tessel_context* ctx);
 /* One entry of a decode batch. */
 typedef struct tessel_batch_token {
     int32_t token;
-    int32_t pos;  /* position in its sequence, >= 0 */
+    int32_t pos;  /* position in its sequence, >= 0; taken as given: tessel does not require a
+                   * sequence's positions to follow each other or the ones already in the cache */
     int32_t seq;  /* sequence id, 0..63 */
     bool logits;  /* keep this entry's logits */
 } tessel_batch_token;
 
-/* Decodes batch[0..n_tokens) (any number of tokens and sequences). Errors: INVALID_ARGUMENT
- * naming a bad entry (before anything runs), CONTEXT_FULL when the cache has no free cells for
- * the rest (the tokens decoded before stay in the cache), DEVICE. */
+/* Decodes batch[0..n_tokens) (any number of tokens and sequences; 0 tokens does nothing).
+ * Errors: INVALID_ARGUMENT naming a bad entry, checked before anything runs (the last decode's
+ * logits stay readable); CONTEXT_FULL when the cache lacks free cells for the whole batch, also
+ * checked before anything runs (nothing is written; tessel_n_outputs becomes 0); DEVICE. The
+ * context stays usable after any of them. */
 TESSEL_API tessel_status tessel_decode(tessel_context* ctx, const tessel_batch_token* batch, size_t n_tokens);
 
 /* Number of logit vectors the last decode kept (its entries with logits = true), 0 for NULL. */
 TESSEL_API size_t tessel_n_outputs(const tessel_context* ctx);
-/* *logits = the n_vocab floats of the i-th kept entry of the last decode (batch order). Owned by
+/* *logits = the n_vocab raw scores (logits, not probabilities) of the i-th kept entry of the last
+ * decode (batch order). Owned by
  * the context, valid until its next decode or free. INVALID_ARGUMENT for i >= tessel_n_outputs. */
 TESSEL_API tessel_status tessel_get_logits(const tessel_context* ctx, size_t i, const float** logits);
 
-/* KV cache edits. Positions are half-open [p0, p1); p1 < 0 means to the end.
+/* KV cache edits. Positions are half-open [p0, p1); p0 < 0 means 0, p1 < 0 means to the end, and
+ * p0 >= p1 selects nothing.
  * Removes positions [p0, p1) of sequence seq (seq < 0: of every sequence). */
 TESSEL_API tessel_status tessel_kv_seq_rm(tessel_context* ctx, int32_t seq, int32_t p0, int32_t p1);
 /* Makes sequence dst share positions [p0, p1) of src. */

@@ -60,7 +60,7 @@ tessel_status status_of(ErrorCode code) {
 void write_text(std::string_view text, char* buf, size_t size, size_t* n_needed) {
     require(n_needed, "n_needed");
     *n_needed = text.size();
-    if (text.size() >= size) throw BufferTooSmall{text.size() + 1, size, "bytes"};
+    if (text.size() >= size) throw BufferTooSmall{text.size() + 1, size, "bytes (with the terminating NUL)"};
     require(buf, "buf");
     std::memcpy(buf, text.data(), text.size());
     buf[text.size()] = '\0';

@@ -67,6 +67,9 @@ void check_context_fits(const model::Hparams& hp, int64_t n_ctx, int64_t n_ubatc
 ContextPlan plan_context(const model::Hparams& hp, const ContextParams& params) {
     if (params.n_ctx < 0) throw Error(ErrorCode::InvalidArgument, "context size must be >= 1 token (0: the model's)");
     if (params.n_ubatch < 1) throw Error(ErrorCode::InvalidArgument, "ubatch size must be >= 1 token");
+    if (params.n_threads < 0 || params.n_threads > kMaxThreads)
+        throw Error(ErrorCode::InvalidArgument, "thread count " + std::to_string(params.n_threads) + " outside 0.." +
+                                                    std::to_string(kMaxThreads) + " (0: the number of physical cores)");
     ContextPlan p;
     p.n_ctx = params.n_ctx ? params.n_ctx : std::min(hp.n_ctx_train, kDefaultMaxCtx);
     p.flash_attn = params.flash_attn != FlashAttn::Off;

@@ -89,6 +89,23 @@ TEST_F(CliErrors, PromptFileThatIsNoFile) {
                           "absent\\.txt: cannot read");
 }
 
+// An empty prompt is an argument error (exit 2), named before the model is loaded: a missing
+// model file would be reported otherwise.
+TEST_F(CliErrors, EmptyPromptIsAnArgumentError) {
+    const std::string absent = (dir_ / "absent.gguf").string();
+    const std::string empty = (dir_ / "empty.txt").string();
+    std::ofstream(empty).flush();
+    for (const auto& [args, what] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+             {{"run", "-m", absent, "-p", ""}, "-p: the prompt is empty"},
+             {{"run", "-m", absent, "-f", empty}, "-f: the file '" + empty + "' is empty"}}) {
+        const CliResult r = run_tessel(args);
+        EXPECT_EQ(r.exit_code, 2) << r.err;
+        const auto lines = r.err_lines();
+        ASSERT_EQ(lines.size(), 1u) << r.err;
+        EXPECT_NE(lines[0].find(what), std::string::npos) << lines[0];
+    }
+}
+
 // Sampling values outside the sampler's domain are flag errors: exit 2, one line naming the flag.
 TEST_F(CliErrors, BadSamplingValueNamesTheFlag) {
     for (const auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{

@@ -227,5 +227,21 @@ TEST(Context, FullCacheAndBadEntriesAreErrors) {
     EXPECT_THROW(run(ctx, {1}, 0, 64), Error);
 }
 
+TEST(Context, ThreadCountOutsideItsRangeIsAnError) {
+    auto m = tiny();
+    for (int n : {-1, kMaxThreads + 1, 2000000000}) {
+        ContextParams p = params();
+        p.n_threads = n;
+        try {
+            Context ctx(m, p);
+            FAIL() << "no error for " << n << " threads";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+            EXPECT_NE(std::string(e.what()).find("thread count " + std::to_string(n) + " outside 0..1024"), std::string::npos)
+                << e.what();
+        }
+    }
+}
+
 }  // namespace
 }  // namespace tessel

@@ -55,7 +55,7 @@ TEST(CApiStatus, TextThatDoesNotFitIsNotWrittenAndItsSizeIsReported) {
     EXPECT_EQ(capi::guard("f", [&] { capi::write_text("hello", buf, 5, &n); }), TESSEL_ERROR_BUFFER_TOO_SMALL);
     EXPECT_EQ(n, 5u);
     EXPECT_STREQ(buf, "xxxxx");
-    EXPECT_STREQ(tessel_last_error(), "f: the result needs 6 bytes, the buffer holds 5");
+    EXPECT_STREQ(tessel_last_error(), "f: the result needs 6 bytes (with the terminating NUL), the buffer holds 5");
     EXPECT_EQ(capi::guard("f", [&] { capi::write_text("hello", buf, 6, &n); }), TESSEL_OK);
     EXPECT_STREQ(buf, "hello");
     EXPECT_EQ(capi::guard("f", [&] { capi::write_text("", nullptr, 0, &n); }), TESSEL_ERROR_BUFFER_TOO_SMALL);

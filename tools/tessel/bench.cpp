@@ -177,7 +177,7 @@ void bench(const BenchOptions& o) {
         if (p + n > 0) tests.push_back({p, n});
     }
     if (tests.empty()) throw CLI::ValidationError("nothing to measure: -p and -n are both 0 (and no -pg)");
-    grid.threads = o.threads.empty() ? std::vector<int64_t>{cpu_info().physical_cores} : int_list(o.threads, "-t", 1, 1024);
+    grid.threads = o.threads.empty() ? std::vector<int64_t>{cpu_info().physical_cores} : int_list(o.threads, "-t", 1, tessel::kMaxThreads);
     grid.batches = int_list(o.n_batch, "-b", 1, kMaxTokens);
     grid.ubatches = int_list(o.n_ubatch, "-ub", 1, kMaxTokens);
     for (const std::string& v : split_commas(o.flash_attn)) grid.fa.push_back(flash_attn_value(v));

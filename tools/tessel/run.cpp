@@ -62,6 +62,8 @@ void report(const tools::GenerateStats& st, const Context& ctx) {
 
 void run(const RunOptions& o) {
     const std::string text = o.prompt_file.empty() ? o.prompt : read_text_file(o.prompt_file);
+    // An argument error (exit 2), found before the model loads.
+    if (text.empty()) throw CLI::ValidationError(o.prompt_file.empty() ? "-p: the prompt is empty" : "-f: the file '" + o.prompt_file + "' is empty");
     const LoadedModel loaded = load_model(o.model);
     const auto& model = loaded.model;
     std::vector<int32_t> tokens;
