@@ -18,7 +18,8 @@
 #      three fuzzers (GGUF reader, model load, tokenizer) run TESSEL_FUZZ_SECONDS each (default 60),
 #      one after the other on one core, while the unit, GGUF, test-ops, model, CLI, NPU and C API tests run
 #      there; a crashing input is kept in build-san/artifacts/
-#   4. ThreadSanitizer tree (build-tsan/): only test_tsan (thread pool, NPU in-process link)
+#   4. ThreadSanitizer tree (build-tsan/): only test_tsan (thread pool, NPU in-process link), which
+#      links only the layers it tests (no model, tokenizer, runtime or tools are compiled there)
 #   5. aarch64 cross build (build-arm64/) and its unit, GGUF, model and test-ops --ci tests under
 #      QEMU (qemu-aarch64-static -cpu max); the NPU's full test-ops entries run in the release run only
 #   6. test-ops --ci at every CPU tier of this machine, then the full suite on the release build

@@ -7,8 +7,9 @@ BUILD_DIR/layer-graph.txt (written by src/CMakeLists.txt) lists each layer targe
 source folders and the layers it links PUBLIC and PRIVATE. A layer may include the headers of
 itself, of the layers it links, and of what those link PUBLIC (transitively). For every pair of
 layers (A, B) this compiles, with the flags of one of A's own sources (compile_commands.json),
-a probe that includes one header of B: it must compile when B is allowed to A and must fail with
-"No such file or directory" for that header when it is not. The same probes, with the flags of the
+a probe that includes one header of B: it must compile when B is allowed to A (the allowed headers
+are probed together, then one by one only if that fails) and must fail with "No such file or
+directory" for that header when it is not. The same probes, with the flags of the
 CLI's user commands (tools/tessel/*.cpp) and of the tools' shared code (tools/common/), must
 fail for every layer: those use the public API (include/) only. Exit 0 when every probe agrees, 1
 otherwise (each disagreement printed), 2 on a usage or setup error.
@@ -77,6 +78,14 @@ def probe_command(commands, root, dirs):
     return None, False
 
 
+def compile_probe(tmp, cmd, is_c, header_list, build):
+    """Compiles (syntax only) a probe that includes header_list, with the flags in cmd."""
+    probe = os.path.join(tmp, "probe.c" if is_c else "probe.cpp")
+    with open(probe, "w", encoding="utf-8") as f:
+        f.writelines(f'#include "{h}"\n' for h in header_list)
+    return subprocess.run(cmd + ["-fsyntax-only", probe], capture_output=True, text=True, cwd=build)
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
@@ -96,22 +105,22 @@ def main():
                 print(f"check_layers: no compile command for a source of {a}", file=sys.stderr)
                 return 2
             ok_set = allowed(layers, a)
-            for b in sorted(layers):
+            # The allowed headers together in one probe (a full parse each, so one compile for all);
+            # only when that fails, one by one to name the header.
+            allowed_headers = [headers[b] for b in sorted(ok_set) if not (is_c and not headers[b].endswith(".h"))]
+            if compile_probe(tmp, cmd, is_c, allowed_headers, build).returncode != 0:
+                for header in allowed_headers:
+                    r = compile_probe(tmp, cmd, is_c, [header], build)
+                    probes += 1
+                    if r.returncode != 0:
+                        failures.append(f"{a} links the layer of {header} but cannot include it:\n{r.stderr.strip()}")
+            probes += 1
+            # Each forbidden header alone: it must fail for that header's absence.
+            for b in sorted(set(layers) - ok_set):
                 header = headers[b]
-                # The C device runtime cannot include a C++ header even when allowed; only the
-                # C layer's own headers are probed from C.
-                if is_c and not header.endswith(".h"):
-                    if b in ok_set:
-                        continue
-                probe = os.path.join(tmp, "probe.c" if is_c else "probe.cpp")
-                with open(probe, "w", encoding="utf-8") as f:
-                    f.write(f'#include "{header}"\n')
-                r = subprocess.run(cmd + ["-fsyntax-only", probe], capture_output=True, text=True, cwd=build)
+                r = compile_probe(tmp, cmd, is_c, [header], build)
                 probes += 1
-                missing = r.returncode != 0 and f"{header}: No such file or directory" in r.stderr
-                if b in ok_set and r.returncode != 0:
-                    failures.append(f"{a} links {b} but cannot include {header}:\n{r.stderr.strip()}")
-                elif b not in ok_set and not missing:
+                if not (r.returncode != 0 and f"{header}: No such file or directory" in r.stderr):
                     what = "compiles" if r.returncode == 0 else "fails for another reason:\n" + r.stderr.strip()
                     failures.append(f"{a} does not link {b}, yet an include of {header} {what}")
             print(f"{a:20s} may include: {', '.join(sorted(x.removeprefix('tessel_') for x in ok_set))}")
@@ -124,10 +133,7 @@ def main():
                 return 2
             for b in sorted(layers):
                 header = headers[b]
-                probe = os.path.join(tmp, "probe.cpp")
-                with open(probe, "w", encoding="utf-8") as f:
-                    f.write(f'#include "{header}"\n')
-                r = subprocess.run(cmd + ["-fsyntax-only", probe], capture_output=True, text=True, cwd=build)
+                r = compile_probe(tmp, cmd, False, [header], build)
                 probes += 1
                 if not (r.returncode != 0 and f"{header}: No such file or directory" in r.stderr):
                     failures.append(f"tools/{folder} uses the public API only, yet an include of {header} "
