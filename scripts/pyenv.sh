@@ -5,8 +5,9 @@
 #                                references (scripts/reference/); CI builds it in a few seconds
 #   scripts/pyenv.sh [xcheck]    the above plus llama-cpp-python (scripts/requirements-xcheck.txt):
 #                                regenerating tests/data/ against llama.cpp; never built by CI
+#   scripts/pyenv.sh plot        matplotlib (scripts/requirements-plot.txt): bench/compare.py --plot
 #
-# The venvs live at ${XDG_CACHE_HOME:-$HOME/.cache}/tessel/pyenv-reference and .../pyenv. Versions
+# The venvs live at ${XDG_CACHE_HOME:-$HOME/.cache}/tessel/pyenv-reference, .../pyenv and .../pyenv-plot. Versions
 # come from the requirements files only. Idempotent: when every pin is already installed nothing is
 # installed. llama-cpp-python is built from its sdist with CMAKE_ARGS=-DGGML_NATIVE=OFF so the
 # reference library does not depend on the build machine's ISA.
@@ -18,7 +19,8 @@ cache="${XDG_CACHE_HOME:-$HOME/.cache}/tessel"
 case "$kind" in
   reference) reqs=("$here/requirements-reference.txt"); venv="$cache/pyenv-reference" ;;
   xcheck) reqs=("$here/requirements-reference.txt" "$here/requirements-xcheck.txt"); venv="$cache/pyenv" ;;
-  *) echo "pyenv: unknown environment '$kind' (reference or xcheck)" >&2; exit 2 ;;
+  plot) reqs=("$here/requirements-plot.txt"); venv="$cache/pyenv-plot" ;;
+  *) echo "pyenv: unknown environment '$kind' (reference, xcheck or plot)" >&2; exit 2 ;;
 esac
 base_python=${PYTHON:-python3}
 
