@@ -72,12 +72,12 @@ def llama_config(llama_bench: str, model: Path, common: list[str]) -> list[str]:
 
 def read_bandwidth(bench_kernels: str, threads: int) -> float:
     """Bytes/s of bench_kernels' read probe (1 GiB, `threads` threads)."""
-    out = run([bench_kernels, f"--benchmark_filter=^Read/MiB:1024/threads:{threads}$", "--benchmark_format=json"],
+    out = run([bench_kernels, f"--benchmark_filter=^Read/MiB:1024/threads:{threads}/", "--benchmark_format=json"],
               "bench_kernels Read")
-    runs = [b for b in json.loads(out)["benchmarks"] if "bytes_per_second" in b]
+    runs = [b for b in json.loads(out)["benchmarks"] if "bytes" in b]  # the probe's counter: bytes read per second
     if not runs:
         sys.exit(f"compare: bench_kernels has no Read/MiB:1024/threads:{threads} run (threads it probes: see bench/README.md)")
-    return max(b["bytes_per_second"] for b in runs)
+    return max(b["bytes"] for b in runs)
 
 
 def weight_bytes(tessel: str, model: Path) -> int:
