@@ -26,6 +26,8 @@ void register_mul_mat_benchmarks();
 void register_bandwidth_benchmarks();
 /// Packed micro-kernels, called directly on one thread, per kernel, shape and M (packed_bench.cpp).
 void register_packed_benchmarks();
+/// The int8 peak of each usable vector tier, register-only loops (int8_peak_bench.cpp).
+void register_int8_peak_benchmarks();
 /// NPU tiled-weight repack / unpack over the default model's weights vs memcpy (npu_tiled_bench.cpp).
 void register_npu_tiled_benchmarks();
 /// NPU link round trip of one batch of NOPs per link (npu_link_bench.cpp).

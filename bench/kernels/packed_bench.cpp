@@ -6,10 +6,14 @@
 // One iteration: the activations are packed (pack_lhs: quantized to Q8 blocks or copied) and
 // multiplied by all N weight rows, as one MUL_MAT does. At M = 1 (the GEMV entry) it runs over
 // `mats` copies of the packed weights totalling over 1 GiB, far more than the last-level cache,
-// as MulMat does at M <= 16; at M = 512 (the GEMM entry) one copy is reused.
+// as MulMat does at M <= 16; at M = 512 (the GEMM entry) one copy is reused. The GEMM also runs
+// on the matrices of a 135M model's prompt (SmolLM2: K = 576, N = 576, 1536, 49152) at M = 512.
 //
-// Counters (per second of wall time): FLOPs = 2·M·N·K per matrix; weight_bytes = packed bytes
-// read (once per matrix); mats = matrices per iteration.
+// Counters (per second of the thread's CPU time, so that a busy machine that time-slices the one
+// thread does not lower them): FLOPs = 2·M·N·K per matrix (int8 ops for the quantized
+// kernels); weight_bytes = packed bytes read (once per matrix); mats = matrices per iteration;
+// peak_fraction (integer vector kernels) = FLOPs / the int8 peak of the kernel's tier measured in
+// this run (int8_peak.hpp).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -23,6 +27,7 @@
 #include <vector>
 
 #include "benchmarks.hpp"
+#include "int8_peak.hpp"
 #include "cpu/packed/kernel.hpp"
 #include "quant/quant.hpp"
 
@@ -108,10 +113,16 @@ void bench_packed(benchmark::State& state, const cpu::packed::Kernel& kern, cons
         state.counters["FLOPs"] = benchmark::Counter(run.flops(), benchmark::Counter::kIsIterationInvariantRate);
         state.counters["weight_bytes"] = benchmark::Counter(run.weight_bytes(), benchmark::Counter::kIsIterationInvariantRate);
         state.counters["mats"] = static_cast<double>(run.mats());
+        const double peak = kern.lhs == DType::F32 || kern.matrix_unit ? 0.0 : int8_peak_ops(kern.tier);
+        if (peak > 0) state.counters["peak_fraction"] = benchmark::Counter(run.flops() / peak, benchmark::Counter::kIsIterationInvariantRate);
     } catch (const std::exception& e) {
         state.SkipWithError(e.what());
     }
 }
+
+/// A 135M model's prompt matrices (SmolLM2-135M: hidden 576, ffn 1536, vocabulary 49152), GEMM only.
+constexpr Shape kPromptShapes[] = {{"smollm2_attn", 576, 576}, {"smollm2_ffn_up", 576, 1536}, {"smollm2_output", 576, 49152}};
+constexpr int64_t kPromptM = 512;
 
 }  // namespace
 
@@ -122,8 +133,13 @@ void register_packed_benchmarks() {
             const std::string name = std::string("Packed/") + kern->name + "/" + s.name;
             benchmark::internal::Benchmark* b = benchmark::RegisterBenchmark(
                 name.c_str(), [kern, &s](benchmark::State& state) { bench_packed(state, *kern, s); });
-            b->ArgNames({"M"})->UseRealTime()->Unit(benchmark::kMillisecond);
+            b->ArgNames({"M"})->Unit(benchmark::kMillisecond);
             for (int64_t M : kKernelBatches) b->Args({M});
+        }
+        for (const Shape& s : kPromptShapes) {
+            const std::string name = std::string("Packed/") + kern->name + "/" + s.name;
+            benchmark::RegisterBenchmark(name.c_str(), [kern, &s](benchmark::State& state) { bench_packed(state, *kern, s); })
+                ->ArgNames({"M"})->Unit(benchmark::kMillisecond)->Args({kPromptM});
         }
     }
 }

@@ -145,7 +145,9 @@ TEST(PackedKernel, EveryUsableKernelMatchesTheFloat64Dot) {
         if (!usable(*kern, f)) continue;
         ++ran;
         const int64_t kmin = static_cast<int64_t>(dtype_info(kern->format->weight).block_size) == 1 ? 1 : 32;
-        for (int64_t m : {1, 3, 4, 7, 33})
+        // every row-tile height of the register tiles (up to 9 rows), full tiles plus tails, and
+        // column counts that end inside a 16-row group
+        for (int64_t m : {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 33, 64})
             for (int64_t n : {1, 16, 21, 50}) check_kernel(*kern, m, n, kmin == 1 ? 19 : 96, static_cast<uint32_t>(m * 100 + n));
         check_kernel(*kern, 5, 16, kmin, 9);   // K at the smallest legal size
         check_kernel(*kern, 2, 33, 1024, 10);  // longer K
@@ -154,6 +156,38 @@ TEST(PackedKernel, EveryUsableKernelMatchesTheFloat64Dot) {
     if (tier_supported(f, CpuTier::Avx2)) {
         EXPECT_GT(ran, 0);
     }
+}
+
+/// The reference quantizer's blocks (quant::quantize_rows of kern.lhs) in kern's LHS layout: the
+/// blocks themselves, or scaled blocks (kernel.hpp's LhsLayout::Scaled) with aux as the layout
+/// defines it for kern's weight type.
+std::vector<uint8_t> reference_packing(const Kernel& kern, const std::vector<float>& x, int64_t m, int64_t k) {
+    std::vector<uint8_t> blocks(static_cast<size_t>(dtype_row_bytes(kern.lhs, k) * m));
+    quant::quantize_rows(kern.lhs, x.data(), blocks.data(), m, k);
+    if (kern.lhs_layout == LhsLayout::Blocks) return blocks;
+    const int64_t nb = k / 32, head = kern.lhs == DType::Q8_1 ? 4 : 2;
+    std::vector<uint8_t> out(lhs_packed_bytes(kern, m, k));
+    for (int64_t i = 0; i < m; ++i)
+        for (int64_t b = 0; b < nb; ++b) {
+            const uint8_t* blk = blocks.data() + (i * nb + b) * (head + 32);
+            uint8_t* sb = out.data() + (i * nb + b) * 40;
+            std::memcpy(sb, blk + head, 32);
+            uint16_t h;
+            std::memcpy(&h, blk, 2);
+            const float d = fp16_to_fp32(h);
+            std::memcpy(sb + 32, &d, 4);
+            int32_t sum = 0;
+            for (int e = 0; e < 32; ++e) sum += static_cast<int8_t>(blk[head + e]);
+            if (kern.lhs == DType::Q8_1) {
+                std::memcpy(&h, blk + 2, 2);
+                const float s = fp16_to_fp32(h);
+                std::memcpy(sb + 36, &s, 4);
+            } else {
+                const int32_t c = (kern.weight == DType::Q4_0 ? -8 : -128) * sum;
+                std::memcpy(sb + 36, &c, 4);
+            }
+        }
+    return out;
 }
 
 TEST(PackedKernel, LhsPackingEqualsTheReferenceQuantizer) {
@@ -165,12 +199,13 @@ TEST(PackedKernel, LhsPackingEqualsTheReferenceQuantizer) {
         // ties, which round away from zero
         x[2 * k] = 127.0f;
         for (int64_t j = 1; j < 32; ++j) x[static_cast<size_t>(2 * k + j)] = (j % 2 ? -0.5f : 0.5f) + static_cast<float>(j - 16);
-        std::vector<uint8_t> got(lhs_packed_bytes(*kern, m, k)), want(got.size());
+        const std::vector<uint8_t> want = reference_packing(*kern, x, m, k);
+        std::vector<uint8_t> got(lhs_packed_bytes(*kern, m, k));
+        ASSERT_EQ(want.size(), got.size()) << kern->name;
         kern->pack_lhs(x.data(), static_cast<size_t>(k) * sizeof(float), got.data(), m, k);
-        quant::quantize_rows(kern->lhs, x.data(), want.data(), m, k);
-        // a kernel may bias the quants by 128 (unsigned activations); undo it before comparing
+        // a Blocks kernel may bias the quants by 128 (unsigned activations); undo it before comparing
         const size_t head = kern->lhs == DType::Q8_1 ? 4 : 2, block = head + 32;
-        if (got[head] != want[head]) {
+        if (kern->lhs_layout == LhsLayout::Blocks && got[head] != want[head]) {
             for (size_t b = 0; b < got.size(); b += block)
                 for (size_t q = 0; q < 32; ++q) got[b + head + q] ^= 0x80;
         }

@@ -9,7 +9,10 @@
 
 namespace tessel::cpu::packed {
 
-size_t lhs_row_bytes(const Kernel& kern, int64_t k) { return static_cast<size_t>(dtype_row_bytes(kern.lhs, k)); }
+size_t lhs_row_bytes(const Kernel& kern, int64_t k) {
+    if (kern.lhs_layout == LhsLayout::Scaled) return static_cast<size_t>(k / 32 * 40);
+    return static_cast<size_t>(dtype_row_bytes(kern.lhs, k));
+}
 size_t lhs_packed_bytes(const Kernel& kern, int64_t m, int64_t k) { return static_cast<size_t>(m) * lhs_row_bytes(kern, k); }
 size_t lhs_offset(const Kernel& kern, int64_t m_idx, int64_t k) { return static_cast<size_t>(m_idx) * lhs_row_bytes(kern, k); }
 size_t rhs_packed_bytes(const Kernel& kern, int64_t n, int64_t k) { return packed_bytes(*kern.format, n, k); }

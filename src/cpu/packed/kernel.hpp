@@ -3,11 +3,12 @@
 // A micro-kernel multiplies packed activation (LHS) rows by a packed weight (RHS, a Format of
 // format.hpp): dst[m][n] = sum_k x[m][k] * w[n][k]. Its descriptor states its geometry and the
 // functions around it, so the driver (mul_mat.cpp) needs no per-kernel code:
-//   mr x nr   register tile (activation rows x weight rows); nr = 16 for every format here
+//   mr x nr   register tile (activation rows x weight rows): nr is a multiple of the 16-row group
 //   kr, sr    K bytes per 32-bit lane of a packed register, and how many K-elements 16 apart share
 //             one byte (2 for 4-bit quants: low and high nibble; 1 otherwise); f16x16 kernels
 //             step one fp16 K-element (kr = 2 bytes) of each row at a time
-//   m_step    rows of LHS the GEMM consumes per call unit (= mr); n_step = 16 (one group)
+//   m_step    rows of LHS the GEMM consumes per call unit (= mr); n_step = 16: a call takes any
+//             column range starting at a group (tiles narrower than nr cover the rest)
 // Names follow `<weight>_<activation>_{gemm,gemv}_<mr>x<nr>_<isa>`. ISA code lives in per-ISA
 // translation units (packed_<isa>.cpp); the tables of the tiers this CPU cannot run are never
 // entered.
@@ -41,6 +42,20 @@ struct GemmArgs {
     int64_t m, n, k;
 };
 
+/// How a kernel lays out one packed activation (LHS) row of k elements.
+enum class LhsLayout {
+    /// The lhs type's GGUF rows: Q8_0 / Q8_1 blocks (dtype_row_bytes(lhs, k) bytes), F32 values.
+    Blocks,
+    /// Scaled blocks: per 32 elements a 40-byte block (k / 32 * 40 bytes a row):
+    ///   [0, 32)   the int8 quants (Q8_0 / Q8_1 quants: round(x / d))
+    ///   [32, 36)  d as f32 (the reference block's fp16 d, widened)
+    ///   [36, 40)  aux: Q8_1 -> s as f32 (the block's fp16 s, widened); Q8_0 -> int32 -c * sum q,
+    ///             the start of the kernel's integer dot: c = 8 for Q4_0 weights (codes carry
+    ///             +8), 128 for Q8_0 weights (the kernel adds 128 to make them the unsigned side)
+    /// so a GEMM reads scales and corrections made once per op instead of once per call.
+    Scaled,
+};
+
 struct Kernel {
     const char* name;       ///< GEMM name, e.g. "q4_0_q8_0_gemm_4x16_avx512vnni"
     const char* gemv_name;  ///< GEMV name, e.g. "q4_0_q8_0_gemv_1x16_avx512vnni"
@@ -51,15 +66,16 @@ struct Kernel {
     int mr, nr, kr, sr, m_step, n_step;
     int64_t min_m;  ///< the chain uses this kernel for ops with at least min_m activation rows
     /// Packs m F32 rows (row i at x + i * x_stride bytes) of k elements into dst, one packed row
-    /// every lhs_row_bytes(k) bytes (Q8_0 / Q8_1 blocks as quant::quantize_row makes them, up to
-    /// rounding of exact ties; F32: a copy).
+    /// every lhs_row_bytes(k) bytes in lhs_layout (Q8_0 / Q8_1 quants and scales as
+    /// quant::quantize_row makes them, up to rounding of exact ties; F32: a copy).
     void (*pack_lhs)(const float* x, size_t x_stride, uint8_t* dst, int64_t m, int64_t k);
     void (*gemm)(const GemmArgs& a);
     void (*gemv)(const GemmArgs& a);  ///< a.m == 1
-    const Format* format = nullptr;    ///< format_for(weight), set by all_kernels()
+    LhsLayout lhs_layout = LhsLayout::Blocks;
+    const Format* format = nullptr;  ///< format_for(weight), set by all_kernels()
 };
 
-/// Bytes of one packed LHS row of k elements for kernel kern.
+/// Bytes of one packed LHS row of k elements for kernel kern (its lhs_layout's size).
 size_t lhs_row_bytes(const Kernel& kern, int64_t k);
 /// Bytes of m packed LHS rows.
 size_t lhs_packed_bytes(const Kernel& kern, int64_t m, int64_t k);

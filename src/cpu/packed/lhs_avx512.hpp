@@ -1,6 +1,6 @@
-// Activation (LHS) quantization to Q8_0 / Q8_1 blocks with AVX-512, bit-identical to
-// quant::quantize_row (d = absmax / 127 rounded to fp16, q = round-half-away-from-zero(x / d),
-// Q8_1's s = fp16(d * sum q)). Included by the AVX-512 tier translation units only; everything
+// Activation (LHS) quantization to Q8_0 / Q8_1 blocks (or the scaled blocks of kernel.hpp's
+// LhsLayout::Scaled) with AVX-512, bit-identical to quant::quantize_row (d = absmax / 127 rounded
+// to fp16, q = round-half-away-from-zero(x / d), Q8_1's s = fp16(d * sum q)). Included by the AVX-512 tier translation units only; everything
 // here has internal linkage, so no ISA code is shared with other units.
 #pragma once
 
@@ -50,6 +50,39 @@ void quantize_q8_rows(const float* x, size_t x_stride, uint8_t* dst, int64_t m, 
             const __m128i bias = _mm_set1_epi8(static_cast<char>(kBias));
             _mm_storeu_si128(reinterpret_cast<__m128i*>(out + kHead), _mm_xor_si128(_mm512_cvtepi32_epi8(q0), bias));
             _mm_storeu_si128(reinterpret_cast<__m128i*>(out + kHead + 16), _mm_xor_si128(_mm512_cvtepi32_epi8(q1), bias));
+        }
+    }
+}
+
+/// Quantizes m rows of k floats (k % 32 == 0) into scaled blocks (LhsLayout::Scaled of
+/// kernel.hpp; row i at dst + i * k / 32 * 40): the quants and d of Q8_0 / Q8_1 blocks, and the
+/// aux of kCorr (quant_traits.hpp's kScaledCorr): 0 -> Q8_1's s = fp16(d * sum q), else
+/// -kCorr * sum q.
+template <int kCorr>
+void quantize_q8_scaled(const float* x, size_t x_stride, uint8_t* dst, int64_t m, int64_t k) {
+    const int64_t nb = k / 32;
+    for (int64_t i = 0; i < m; ++i) {
+        const float* row = reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(x) + i * x_stride);
+        for (int64_t b = 0; b < nb; ++b) {
+            uint8_t* out = dst + (i * nb + b) * 40;
+            const __m512 x0 = _mm512_loadu_ps(row + 32 * b), x1 = _mm512_loadu_ps(row + 32 * b + 16);
+            const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(x0), _mm512_abs_ps(x1)));
+            const float d = amax / 127.0f;
+            const float id = d != 0.0f ? 1.0f / d : 0.0f;
+            const __m512i q0 = _mm512_cvttps_epi32(round_half_away(_mm512_mul_ps(x0, _mm512_set1_ps(id))));
+            const __m512i q1 = _mm512_cvttps_epi32(round_half_away(_mm512_mul_ps(x1, _mm512_set1_ps(id))));
+            const float dh = _cvtsh_ss(to_half(d));
+            std::memcpy(out + 32, &dh, 4);
+            const int sum = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+            if constexpr (kCorr == 0) {
+                const float s = _cvtsh_ss(to_half(static_cast<float>(sum) * d));
+                std::memcpy(out + 36, &s, 4);
+            } else {
+                const int32_t c = -kCorr * sum;
+                std::memcpy(out + 36, &c, 4);
+            }
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_cvtepi32_epi8(q0));
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 16), _mm512_cvtepi32_epi8(q1));
         }
     }
 }

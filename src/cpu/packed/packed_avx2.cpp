@@ -6,14 +6,16 @@
 // Integer dots (no VNNI here): maddubs multiplies u8 x s8 and adds neighbouring pairs into s16,
 // madd(., 1) adds those pairs into one s32 per 4-byte lane (= per weight row). Per activation row
 // i and block b (32 elements):
+// The activations come as scaled blocks (kernel.hpp's LhsLayout::Scaled, made once per op by
+// pack_lhs): per block its quants, f32 d_x and aux. Per activation row i and block b (32 elements):
 //   Q4_0  sum (code - 8) * q_x = sum code * q_x - 8 * sum q_x; the 8 maddubs of a block (codes
 //         0..15, |q_x| <= 127: |pair| <= 3810) are added in s16 (<= 30480, no saturation) before
-//         one madd; -8 * sum q_x is computed once per call per row and block.
-//   Q4_1  sum code * q_x as above; the min adds m_w * s_x (s_x = fp16 d_x * sum q_x, the Q8_1 block's).
-//   Q8_0  both sides are signed. Bias convention of this tier: none (the LHS is plain Q8_0 blocks,
-//         unlike the avx512vnni tier's q_x + 128, whose u8 x s8 pairs would saturate s16 here).
-//         The sign trick makes the weight the unsigned side: |q_w| * (q_x * sign q_w), pairs
-//         <= 128 * 127 * 2 = 32512, so each maddubs is widened by madd right away.
+//         one madd; -8 * sum q_x is the block's aux.
+//   Q4_1  sum code * q_x as above; the min adds m_w * s_x (s_x = fp16 d_x * sum q_x, the aux).
+//   Q8_0  both sides are signed (the aux, the avx512vnni tier's -128 * sum q_x, is not used: a
+//         q_w + 128 side would saturate s16 here). The sign trick makes the weight the unsigned
+//         side: |q_w| * (q_x * sign q_w), pairs <= 128 * 127 * 2 = 32512, so each maddubs is
+//         widened by madd right away.
 // then acc += (d_w * d_x) * dot in float lanes.
 //
 // F16: per K-element, the group's 16 fp16 values are two cvtph conversions (rows 0..7, 8..15);
@@ -107,27 +109,28 @@ void block_dots(const uint8_t* qs, const uint8_t* const (&x)[MR], __m256i (&dot)
 
 /// MR activation rows (starting at row i0) times one group (16 columns) over all blocks.
 template <class W, int MR>
-void quant_tile(const GemmArgs& a, const RowPrep& p, int64_t i0, const uint8_t* group, int64_t n0, int n_cols) {
+void quant_tile(const GemmArgs& a, int64_t i0, const uint8_t* group, int64_t n0, int n_cols) {
     const int64_t nb = a.k / 32;
+    const uint8_t* row[MR];
+    for (int i = 0; i < MR; ++i) row[i] = a.lhs + (i0 + i) * a.lhs_stride;
     __m256 acc[MR][2];
     for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
         const uint8_t* gb = group + b * W::kGroupBlockBytes;
         const uint8_t* x[MR];
-        for (int i = 0; i < MR; ++i) x[i] = a.lhs + (i0 + i) * a.lhs_stride + b * W::kLhsBlockBytes + W::kLhsHead;
+        for (int i = 0; i < MR; ++i) x[i] = row[i] + kScaledBlockBytes * b;
         __m256i dot[MR][2];
         block_dots<W, MR>(gb + 2 * W::kScales * kGroupRows, x, dot);
         const __m256 dw[2] = {cvt8h(gb), cvt8h(gb + 16)};
         for (int i = 0; i < MR; ++i) {
-            const size_t pi = static_cast<size_t>((i0 + i) * nb + b);
-            const __m256 dx = _mm256_set1_ps(p.d[pi]);
+            const __m256 dx = _mm256_broadcast_ss(reinterpret_cast<const float*>(x[i] + kScaledD));
             for (int h = 0; h < 2; ++h) {
                 __m256i s = dot[i][h];
-                if constexpr (W::kWeight == DType::Q4_0) s = _mm256_add_epi32(s, _mm256_set1_epi32(p.corr[pi]));
+                if constexpr (W::kWeight == DType::Q4_0) s = _mm256_add_epi32(s, bcast_i32(x[i] + kScaledAux));
                 acc[i][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw[h], dx), acc[i][h]);
             }
             if constexpr (W::kWeight == DType::Q4_1) {
-                const __m256 sx = _mm256_set1_ps(half_at(x[i] - 2));
+                const __m256 sx = _mm256_broadcast_ss(reinterpret_cast<const float*>(x[i] + kScaledAux));
                 for (int h = 0; h < 2; ++h) acc[i][h] = _mm256_fmadd_ps(cvt8h(gb + 2 * kGroupRows + 16 * h), sx, acc[i][h]);
             }
         }
@@ -137,13 +140,11 @@ void quant_tile(const GemmArgs& a, const RowPrep& p, int64_t i0, const uint8_t* 
 
 template <class W, int MR>
 void quant_gemm(const GemmArgs& a) {
-    thread_local RowPrep prep;
-    prepare<W>(a, prep);
     const size_t group_bytes = static_cast<size_t>(kGroupRows * (a.k / 32) * (2 * W::kScales + W::kQs));
     for (int64_t n0 = 0; n0 < a.n; n0 += kGroupRows) {
         const uint8_t* group = a.rhs + static_cast<size_t>(n0 / kGroupRows) * group_bytes;
         const int n_cols = static_cast<int>(std::min<int64_t>(kGroupRows, a.n - n0));
-        for_row_tiles<MR>(a.m, [&](auto rows, int64_t i0) { quant_tile<W, decltype(rows)::value>(a, prep, i0, group, n0, n_cols); });
+        for_row_tiles<MR>(a.m, [&](auto rows, int64_t i0) { quant_tile<W, decltype(rows)::value>(a, i0, group, n0, n_cols); });
     }
 }
 
@@ -203,8 +204,9 @@ void f16_gemv(const GemmArgs& a) {
     }
 }
 
-void pack_q8_0(const float* x, size_t x_stride, uint8_t* dst, int64_t m, int64_t k) { quantize_q8_rows<false>(x, x_stride, dst, m, k); }
-void pack_q8_1(const float* x, size_t x_stride, uint8_t* dst, int64_t m, int64_t k) { quantize_q8_rows<true>(x, x_stride, dst, m, k); }
+void pack_q4_0(const float* x, size_t x_stride, uint8_t* dst, int64_t m, int64_t k) { quantize_q8_scaled<kScaledCorr<Q4_0W>>(x, x_stride, dst, m, k); }
+void pack_q4_1(const float* x, size_t x_stride, uint8_t* dst, int64_t m, int64_t k) { quantize_q8_scaled<kScaledCorr<Q4_1W>>(x, x_stride, dst, m, k); }
+void pack_q8_0(const float* x, size_t x_stride, uint8_t* dst, int64_t m, int64_t k) { quantize_q8_scaled<kScaledCorr<Q8_0W>>(x, x_stride, dst, m, k); }
 void pack_f32(const float* x, size_t x_stride, uint8_t* dst, int64_t m, int64_t k) {
     for (int64_t i = 0; i < m; ++i)
         std::memcpy(dst + i * k * 4, reinterpret_cast<const uint8_t*>(x) + i * x_stride, static_cast<size_t>(k) * 4);
@@ -213,11 +215,11 @@ void pack_f32(const float* x, size_t x_stride, uint8_t* dst, int64_t m, int64_t 
 constexpr int kMr = 4;
 
 constexpr Kernel kQ4_0 = {"q4_0_q8_0_gemm_4x16_avx2", "q4_0_q8_0_gemv_1x16_avx2", CpuTier::Avx2, false, DType::Q4_0, DType::Q8_0,
-                      kMr, 16, 4, 2, kMr, 16, 1, pack_q8_0, quant_gemm<Q4_0W, kMr>, quant_gemm<Q4_0W, 1>};
+                      kMr, 16, 4, 2, kMr, 16, 1, pack_q4_0, quant_gemm<Q4_0W, kMr>, quant_gemm<Q4_0W, 1>, LhsLayout::Scaled};
 constexpr Kernel kQ4_1 = {"q4_1_q8_1_gemm_4x16_avx2", "q4_1_q8_1_gemv_1x16_avx2", CpuTier::Avx2, false, DType::Q4_1, DType::Q8_1,
-                      kMr, 16, 4, 2, kMr, 16, 1, pack_q8_1, quant_gemm<Q4_1W, kMr>, quant_gemm<Q4_1W, 1>};
+                      kMr, 16, 4, 2, kMr, 16, 1, pack_q4_1, quant_gemm<Q4_1W, kMr>, quant_gemm<Q4_1W, 1>, LhsLayout::Scaled};
 constexpr Kernel kQ8_0 = {"q8_0_q8_0_gemm_4x16_avx2", "q8_0_q8_0_gemv_1x16_avx2", CpuTier::Avx2, false, DType::Q8_0, DType::Q8_0,
-                      kMr, 16, 4, 1, kMr, 16, 1, pack_q8_0, quant_gemm<Q8_0W, kMr>, quant_gemm<Q8_0W, 1>};
+                      kMr, 16, 4, 1, kMr, 16, 1, pack_q8_0, quant_gemm<Q8_0W, kMr>, quant_gemm<Q8_0W, 1>, LhsLayout::Scaled};
 constexpr Kernel kF16 = {"f16_f32_gemm_6x16_avx2", "f16_f32_gemv_1x16_avx2", CpuTier::Avx2, false, DType::F16, DType::F32,
                      kF16Mr, 16, 2, 1, kF16Mr, 16, 1, pack_f32, f16_gemm, f16_gemv};
 

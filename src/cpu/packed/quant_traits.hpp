@@ -68,6 +68,14 @@ using Q4_0W = Weight<1, 16, DType::Q4_0, DType::Q8_0>;
 using Q4_1W = Weight<2, 16, DType::Q4_1, DType::Q8_1>;
 using Q8_0W = Weight<1, 32, DType::Q8_0, DType::Q8_0>;
 
+/// Scaled LHS blocks (LhsLayout::Scaled of kernel.hpp): bytes per block and field offsets.
+constexpr int64_t kScaledBlockBytes = 40, kScaledD = 32, kScaledAux = 36;
+
+/// The aux of a scaled block for weight W: 0 -> Q8_1's s as f32; c > 0 -> the integer -c * sum q
+/// (c = 8 for Q4_0, 128 for Q8_0).
+template <class W>
+inline constexpr int kScaledCorr = W::kWeight == DType::Q4_0 ? 8 : W::kWeight == DType::Q8_0 ? 128 : 0;
+
 /// The fp16 value at p (unaligned) as a float.
 inline float half_at(const uint8_t* p) {
     uint16_t h;
