@@ -31,4 +31,7 @@ inline constexpr double kMaddubsPeakOps = 2.0 * 32 * kMaddubsChains;
 /// when the usable features lack the tier. Measured on first use (best of several short runs), then cached.
 double int8_peak_ops(CpuTier tier);
 
+/// Seconds of CPU time the calling thread has used (the clock of int8_peak_ops).
+double thread_seconds();
+
 }  // namespace tessel::bench

@@ -32,13 +32,6 @@ const PeakLoop* loop_for(CpuTier tier) {
     return nullptr;
 }
 
-/// Seconds of CPU time this thread has used.
-double thread_seconds() {
-    timespec t{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
-
 /// Ops per second of CPU time (as the Packed benchmarks count), the best of a few short runs.
 double measure(const PeakLoop& l) {
     constexpr int64_t kIters = 1 << 20;  // about 4 ms at one vpdpbusd zmm per cycle
@@ -59,6 +52,12 @@ void bench_peak(benchmark::State& state, const PeakLoop& l) {
 }
 
 }  // namespace
+
+double thread_seconds() {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
 
 double int8_peak_ops(CpuTier tier) {
     const PeakLoop* l = loop_for(tier);

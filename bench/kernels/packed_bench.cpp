@@ -108,13 +108,16 @@ PackedRun& packed_run(const cpu::packed::Kernel& kern, const Shape& s, int64_t M
 void bench_packed(benchmark::State& state, const cpu::packed::Kernel& kern, const Shape& s) {
     try {
         PackedRun& run = packed_run(kern, s, state.range(0));
+        const double t0 = thread_seconds();
         for (auto _ : state) run.run();
+        const double seconds = thread_seconds() - t0;
         state.SetLabel(run.path());
         state.counters["FLOPs"] = benchmark::Counter(run.flops(), benchmark::Counter::kIsIterationInvariantRate);
         state.counters["weight_bytes"] = benchmark::Counter(run.weight_bytes(), benchmark::Counter::kIsIterationInvariantRate);
         state.counters["mats"] = static_cast<double>(run.mats());
         const double peak = kern.lhs == DType::F32 || kern.matrix_unit ? 0.0 : int8_peak_ops(kern.tier);
-        if (peak > 0) state.counters["peak_fraction"] = benchmark::Counter(run.flops() / peak, benchmark::Counter::kIsIterationInvariantRate);
+        if (peak > 0 && seconds > 0)
+            state.counters["peak_fraction"] = run.flops() * static_cast<double>(state.iterations()) / seconds / peak;
     } catch (const std::exception& e) {
         state.SkipWithError(e.what());
     }

@@ -47,21 +47,27 @@ template <class W, int MR>
 void tile(const GemmArgs& a, int64_t i0, const uint8_t* group, int64_t n0, int n_cols) {
     const int64_t nb = a.k / 32;
     const uint8_t* row[MR];
+    #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) row[i] = a.lhs + (i0 + i) * a.lhs_stride;
     __m512 acc[MR];
+    #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) acc[i] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
         const uint8_t* gb = group + b * W::kGroupBlockBytes;
         const uint8_t* qs = gb + 2 * W::kScales * kGroupRows;
         const uint8_t* x[MR];
+        #pragma GCC unroll 16
         for (int i = 0; i < MR; ++i) x[i] = row[i] + b * kScaledBlockBytes;
         __m512i dot[MR];
+        #pragma GCC unroll 16
         for (int i = 0; i < MR; ++i) dot[i] = kScaledCorr<W> ? _mm512_set1_epi32(i32_at(x[i] + kScaledAux)) : _mm512_setzero_si512();
         if constexpr (W::kQs == 16) {
             const __m512i low = _mm512_set1_epi8(0x0f);
+            #pragma GCC unroll 16
             for (int r = 0; r < 4; ++r) {
                 const __m512i v = _mm512_loadu_si512(qs + 64 * r);
                 const __m512i lo = _mm512_and_si512(v, low), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
+                #pragma GCC unroll 16
                 for (int i = 0; i < MR; ++i) {
                     dot[i] = dpbusd_bcast(dot[i], lo, x[i] + 4 * r);
                     dot[i] = dpbusd_bcast(dot[i], hi, x[i] + 16 + 4 * r);
@@ -69,20 +75,25 @@ void tile(const GemmArgs& a, int64_t i0, const uint8_t* group, int64_t n0, int n
             }
         } else {
             const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
+            #pragma GCC unroll 16
             for (int r = 0; r < 8; ++r) {
                 const __m512i w = _mm512_xor_si512(_mm512_loadu_si512(qs + 64 * r), bias);
+                #pragma GCC unroll 16
                 for (int i = 0; i < MR; ++i) dot[i] = dpbusd_bcast(dot[i], w, x[i] + 4 * r);
             }
         }
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(gb)));
+        #pragma GCC unroll 16
         for (int i = 0; i < MR; ++i)
             acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[i]), _mm512_mul_ps(dw, _mm512_set1_ps(f32_at(x[i] + kScaledD))), acc[i]);
         if constexpr (W::kWeight == DType::Q4_1) {
             const __m512 mw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(gb + 2 * kGroupRows)));
+            #pragma GCC unroll 16
             for (int i = 0; i < MR; ++i) acc[i] = _mm512_fmadd_ps(mw, _mm512_set1_ps(f32_at(x[i] + kScaledAux)), acc[i]);
         }
     }
     const __mmask16 mask = n_cols >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n_cols) - 1);
+    #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i)
         _mm512_mask_storeu_ps(reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(a.dst) + (i0 + i) * a.dst_stride) + n0, mask, acc[i]);
 }
