@@ -65,7 +65,7 @@ inline void in_register(__m256i& v) { asm("" : "+x"(v)); }
 /// The s32 dots of one block for MR activation rows (x[i] = row i's quants of this block) against
 /// the 16 weight rows of block `qs`: dot[i][h] holds rows 8h .. 8h+7.
 template <class W, int MR>
-void block_dots(const uint8_t* qs, const uint8_t* const (&x)[MR], __m256i (&dot)[MR][2]) {
+[[gnu::always_inline]] inline void block_dots(const uint8_t* qs, const uint8_t* const (&x)[MR], __m256i (&dot)[MR][2]) {
     const __m256i ones = _mm256_set1_epi16(1);
     if constexpr (W::kQs == 16) {
         const __m256i low = _mm256_set1_epi8(0x0f);
