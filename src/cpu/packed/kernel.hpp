@@ -3,12 +3,14 @@
 // A micro-kernel multiplies packed activation (LHS) rows by a packed weight (RHS, a Format of
 // format.hpp): dst[m][n] = sum_k x[m][k] * w[n][k]. Its descriptor states its geometry and the
 // functions around it, so the driver (mul_mat.cpp) needs no per-kernel code:
-//   mr x nr   register tile (activation rows x weight rows): nr is a multiple of the 16-row group
+//   mr x nr   register tile (activation rows x weight rows); nr = 16 (one group) for every kernel
+//             here: mr rows reuse each weight register (8 for avx512vnni and avx512, 4 for the avx2
+//             integer kernels, 6 for avx2 F16, 16 for AMX tiles)
 //   kr, sr    K bytes per 32-bit lane of a packed register, and how many K-elements 16 apart share
 //             one byte (2 for 4-bit quants: low and high nibble; 1 otherwise); f16x16 kernels
 //             step one fp16 K-element (kr = 2 bytes) of each row at a time
-//   m_step    rows of LHS the GEMM consumes per call unit (= mr); n_step = 16: a call takes any
-//             column range starting at a group (tiles narrower than nr cover the rest)
+//   m_step    rows of LHS the GEMM consumes per call unit (= mr); n_step = 16 (one group): a call
+//             starts at a group and may end inside one
 // Names follow `<weight>_<activation>_{gemm,gemv}_<mr>x<nr>_<isa>`. ISA code lives in per-ISA
 // translation units (packed_<isa>.cpp); the tables of the tiers this CPU cannot run are never
 // entered.
@@ -57,7 +59,7 @@ enum class LhsLayout {
 };
 
 struct Kernel {
-    const char* name;       ///< GEMM name, e.g. "q4_0_q8_0_gemm_4x16_avx512vnni"
+    const char* name;       ///< GEMM name, e.g. "q4_0_q8_0_gemm_8x16_avx512vnni"
     const char* gemv_name;  ///< GEMV name, e.g. "q4_0_q8_0_gemv_1x16_avx512vnni"
     CpuTier tier;           ///< lowest tier that can run it
     bool matrix_unit;       ///< runs on a matrix unit (AMX): TESSEL_CPU_MATRIX_THREADS caps it
