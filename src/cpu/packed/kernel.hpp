@@ -74,7 +74,8 @@ size_t rhs_offset(const Kernel& kern, int64_t n_idx, int64_t k);
 /// (defined outside the per-ISA units: quant_traits.hpp's UnitBuffer).
 [[noreturn]] void throw_scratch_alloc(size_t bytes);
 
-/// Every compiled packed kernel, highest tier first (x86: amx, avx512vnni, avx512, avx2 tables).
+/// Every compiled packed kernel, highest tier first (x86: amx, avx512vnni, avx512, avx2 tables;
+/// each tier's tables of the other weight types after its main one).
 const std::vector<const Kernel*>& all_kernels();
 
 /// Kernel tables of each ISA (per-ISA translation units; x86 only). They are constant-initialised
@@ -86,6 +87,10 @@ extern const std::span<Kernel> kAmxKernels;         ///< packed_amx.cpp
 extern const std::span<Kernel> kAvx512VnniKernels;  ///< packed_avx512vnni.cpp
 extern const std::span<Kernel> kAvx512Kernels;      ///< packed_avx512.cpp
 extern const std::span<Kernel> kAvx2Kernels;        ///< packed_avx2.cpp
+extern const std::span<Kernel> kQ5Avx512VnniKernels;  ///< packed_q5_avx512vnni.cpp
+extern const std::span<Kernel> kQ5Avx2Kernels;        ///< packed_q5_avx2.cpp
+extern const std::span<Kernel> kKquantAvx512VnniKernels;  ///< packed_kquant_avx512vnni.cpp
+extern const std::span<Kernel> kKquantAvx2Kernels;        ///< packed_kquant_avx2.cpp
 
 /// Whether kernel k can run under features f.
 bool usable(const Kernel& k, const CpuFeatures& f);
