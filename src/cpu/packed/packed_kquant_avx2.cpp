@@ -8,6 +8,8 @@
 // rows. s16 bounds: Q4_K codes <= 15, maddubs pairs <= 2 * 15 * 127 = 3810, the 8 of a sub-block
 // add to <= 30480; Q6_K codes <= 63, pairs <= 16002, two are added (<= 32004) before each madd.
 // The result of an output depends only on its inputs.
+// The loops over sub-blocks and registers are unrolled (GCC unroll pragmas): their shift counts
+// and offsets become immediates.
 #include <algorithm>
 #include <cstring>
 
@@ -46,15 +48,18 @@ struct Decoded {
 
 void decode_q4k(const uint8_t* g, Decoded& d) {
     const __m256i m3f = _mm256_set1_epi8(0x3f), m0f = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30), mff = _mm256_set1_epi32(0xff);
+    #pragma GCC unroll 16
     for (int h = 0; h < 2; ++h) {
         const __m256i s0 = load32(g + Q4KLayout::kScales + 32 * h), s1 = load32(g + Q4KLayout::kScales + 64 + 32 * h),
                       s2 = load32(g + Q4KLayout::kScales + 128 + 32 * h);
         const __m256i sc[2] = {_mm256_and_si256(s0, m3f), _mm256_or_si256(_mm256_and_si256(s2, m0f), _mm256_and_si256(srl32(s0, 2), m30))};
         const __m256i mn[2] = {_mm256_and_si256(s1, m3f), _mm256_or_si256(_mm256_and_si256(srl32(s2, 4), m0f), _mm256_and_si256(srl32(s1, 2), m30))};
+        #pragma GCC unroll 16
         for (int j = 0; j < 8; ++j) {
             _mm256_store_si256(reinterpret_cast<__m256i*>(d.scale[j] + 8 * h), _mm256_and_si256(srl32(sc[j / 4], 8 * (j % 4)), mff));
             const __m256i m = _mm256_and_si256(srl32(mn[j / 4], 8 * (j % 4)), mff);
             _mm256_store_si256(reinterpret_cast<__m256i*>(d.min2[j] + 8 * h), _mm256_or_si256(m, _mm256_slli_epi32(m, 16)));
+            #pragma GCC unroll 16
             for (int q = 0; q < 8; ++q)
                 _mm256_store_si256(reinterpret_cast<__m256i*>(d.codes[j][q] + 32 * h),
                                    _mm256_and_si256(srl32(load32(g + Q4KLayout::kQs + 64 * (8 * (j / 2) + q) + 32 * h), 4 * (j % 2)), m0f));
@@ -64,12 +69,16 @@ void decode_q4k(const uint8_t* g, Decoded& d) {
 
 void decode_q6k(const uint8_t* g, Decoded& d) {
     const __m256i m0f = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
+    #pragma GCC unroll 16
     for (int h = 0; h < 2; ++h) {
+        #pragma GCC unroll 16
         for (int s = 0; s < 16; ++s)
             _mm256_store_si256(reinterpret_cast<__m256i*>(d.scale[s] + 8 * h),
                                _mm256_srai_epi32(sll32(load32(g + Q6KLayout::kScales + 64 * (s / 4) + 32 * h), 8 * (3 - s % 4)), 24));
+        #pragma GCC unroll 16
         for (int j = 0; j < 8; ++j) {  // elements 128 hb + 32 gg + 4 q + t
             const int hb = j / 4, gg = j % 4;
+            #pragma GCC unroll 16
             for (int q = 0; q < 8; ++q) {
                 const __m256i ql = load32(g + Q6KLayout::kQl + 64 * (16 * hb + 8 * (gg % 2) + q) + 32 * h);
                 const __m256i qh = load32(g + Q6KLayout::kQh + 64 * (8 * hb + q) + 32 * h);
@@ -98,29 +107,38 @@ void tile(const GemmArgs& a, int64_t i0, const uint8_t* group, int64_t n0, int n
             const uint8_t* x = a.lhs + (i0 + i) * a.lhs_stride + sb * kQ8KBytes;
             __m256i isum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()}, msum[2] = {isum[0], isum[1]};
             if constexpr (kQ6) {
+                #pragma GCC unroll 16
                 for (int s = 0; s < 16; ++s) {
                     const uint8_t* xq = x + kQ8KQs + 16 * s;
                     __m256i dot[2];
+                    #pragma GCC unroll 16
                     for (int h = 0; h < 2; ++h) dot[h] = _mm256_set1_epi32(-32 * i16_at(x + kQ8KBsums + 2 * s));
+                    #pragma GCC unroll 16
                     for (int p = 0; p < 2; ++p) {
                         const __m256i x0 = _mm256_set1_epi32(i32_at(xq + 8 * p)), x1 = _mm256_set1_epi32(i32_at(xq + 8 * p + 4));
                         const uint8_t* c0 = d.codes[s / 2][4 * (s % 2) + 2 * p];
+                        #pragma GCC unroll 16
                         for (int h = 0; h < 2; ++h) {
                             const __m256i d16 = _mm256_add_epi16(_mm256_maddubs_epi16(load32(c0 + 32 * h), x0), _mm256_maddubs_epi16(load32(c0 + 64 + 32 * h), x1));
                             dot[h] = _mm256_add_epi32(dot[h], _mm256_madd_epi16(d16, ones));
                         }
                     }
+                    #pragma GCC unroll 16
                     for (int h = 0; h < 2; ++h) isum[h] = _mm256_add_epi32(isum[h], _mm256_mullo_epi32(dot[h], load32(d.scale[s] + 8 * h)));
                 }
             } else {
+                #pragma GCC unroll 16
                 for (int j = 0; j < 8; ++j) {
                     const uint8_t* xq = x + kQ8KQs + 32 * j;
                     __m256i d16[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+                    #pragma GCC unroll 16
                     for (int q = 0; q < 8; ++q) {
                         const __m256i xv = _mm256_set1_epi32(i32_at(xq + 4 * q));
+                        #pragma GCC unroll 16
                         for (int h = 0; h < 2; ++h) d16[h] = _mm256_add_epi16(d16[h], _mm256_maddubs_epi16(load32(d.codes[j][q] + 32 * h), xv));
                     }
                     const __m256i bs = _mm256_set1_epi32(i32_at(x + kQ8KBsums + 4 * j));
+                    #pragma GCC unroll 16
                     for (int h = 0; h < 2; ++h) {
                         isum[h] = _mm256_add_epi32(isum[h], _mm256_mullo_epi32(_mm256_madd_epi16(d16[h], ones), load32(d.scale[j] + 8 * h)));
                         msum[h] = _mm256_add_epi32(msum[h], _mm256_madd_epi16(load32(d.min2[j] + 8 * h), bs));
@@ -128,6 +146,7 @@ void tile(const GemmArgs& a, int64_t i0, const uint8_t* group, int64_t n0, int n
                 }
             }
             const __m256 dx = _mm256_set1_ps(f32_at(x + kQ8KD));
+            #pragma GCC unroll 16
             for (int h = 0; h < 2; ++h) {
                 acc[i][h] = _mm256_fmadd_ps(_mm256_mul_ps(dw[h], dx), _mm256_cvtepi32_ps(isum[h]), acc[i][h]);
                 if constexpr (!kQ6) {
@@ -140,6 +159,7 @@ void tile(const GemmArgs& a, int64_t i0, const uint8_t* group, int64_t n0, int n
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     for (int i = 0; i < MR; ++i) {
         float* out = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(a.dst) + (i0 + i) * a.dst_stride) + n0;
+        #pragma GCC unroll 16
         for (int h = 0; h < 2; ++h) _mm256_maskstore_ps(out + 8 * h, _mm256_cmpgt_epi32(_mm256_set1_epi32(n_cols - 8 * h), lane), acc[i][h]);
     }
 }

@@ -11,6 +11,8 @@
 // The 6-bit scale/min bytes of Q4_K are unpacked for the 16 rows at once (the rows' 12 bytes are 3
 // registers); the codes of a sub-block are built once and shared by the MR rows. The
 // result of an output depends only on its inputs (never on the thread count or column range).
+// The loops over sub-blocks and registers are unrolled (GCC unroll pragmas): their shift counts
+// and offsets become immediates.
 #include "cpu/packed/lhs_avx512.hpp"  // first: it includes <immintrin.h> with g++'s false warnings silenced
 
 #include <algorithm>
@@ -56,15 +58,18 @@ void q4k_tile(const GemmArgs& a, int64_t i0, const uint8_t* group, float* const*
         for (int i = 0; i < MR; ++i) x[i] = a.lhs + (i0 + i) * a.lhs_stride + sb * kQ8KBytes;
         __m512i isum[MR], msum[MR];
         for (int i = 0; i < MR; ++i) isum[i] = msum[i] = _mm512_setzero_si512();
+        #pragma GCC unroll 16
         for (int j = 0; j < 8; ++j) {
             const __m512i scj = _mm512_and_si512(srl32(sc[j / 4], 8 * (j % 4)), mff);
             const __m512i mnj = _mm512_and_si512(srl32(mn[j / 4], 8 * (j % 4)), mff);
             const __m512i mn2 = _mm512_or_si512(mnj, _mm512_slli_epi32(mnj, 16));  // m_j in both 16-bit halves
             __m512i op[8];
+            #pragma GCC unroll 16
             for (int q = 0; q < 8; ++q) op[q] = _mm512_and_si512(srl32(load64(g + Q4KLayout::kQs + 64 * (8 * (j / 2) + q)), 4 * (j % 2)), m0f);
             for (int i = 0; i < MR; ++i) {
                 const uint8_t* xq = x[i] + kQ8KQs + 32 * j;
                 __m512i dot = _mm512_setzero_si512();
+                #pragma GCC unroll 16
                 for (int q = 0; q < 8; ++q) dot = _mm512_dpbusd_epi32(dot, op[q], _mm512_set1_epi32(i32_at(xq + 4 * q)));
                 isum[i] = _mm512_add_epi32(isum[i], _mm512_mullo_epi32(dot, scj));
                 msum[i] = _mm512_dpwssd_epi32(msum[i], mn2, _mm512_set1_epi32(i32_at(x[i] + kQ8KBsums + 4 * j)));
@@ -94,15 +99,18 @@ void q6k_tile(const GemmArgs& a, int64_t i0, const uint8_t* group, float* const*
         for (int i = 0; i < MR; ++i) x[i] = a.lhs + (i0 + i) * a.lhs_stride + sb * kQ8KBytes;
         __m512i isum[MR];
         for (int i = 0; i < MR; ++i) isum[i] = _mm512_setzero_si512();
+        #pragma GCC unroll 16
         for (int j = 0; j < 8; ++j) {  // sub-block of 32: elements 128 h + 32 gg + 4 q + t
             const int h = j / 4, gg = j % 4;
             __m512i op[8];
+            #pragma GCC unroll 16
             for (int q = 0; q < 8; ++q) {
                 const __m512i ql = load64(g + Q6KLayout::kQl + 64 * (16 * h + 8 * (gg % 2) + q));
                 const __m512i qh = load64(g + Q6KLayout::kQh + 64 * (8 * h + q));
                 const __m512i hi2 = 2 * gg <= 4 ? sll32(qh, 4 - 2 * gg) : srl32(qh, 2 * gg - 4);  // bits 2gg, 2gg+1 -> 4, 5
                 op[q] = _mm512_or_si512(_mm512_and_si512(srl32(ql, 4 * (gg / 2)), m0f), _mm512_and_si512(hi2, m30));
             }
+            #pragma GCC unroll 16
             for (int half = 0; half < 2; ++half) {
                 const int s = 2 * j + half;  // scale group of 16 elements
                 const __m512i scv = load64(g + Q6KLayout::kScales + 64 * (s / 4));
@@ -110,6 +118,7 @@ void q6k_tile(const GemmArgs& a, int64_t i0, const uint8_t* group, float* const*
                 for (int i = 0; i < MR; ++i) {
                     const uint8_t* xq = x[i] + kQ8KQs + 16 * s;
                     __m512i dot = _mm512_set1_epi32(-32 * i16_at(x[i] + kQ8KBsums + 2 * s));
+                    #pragma GCC unroll 16
                     for (int q = 0; q < 4; ++q) dot = _mm512_dpbusd_epi32(dot, op[4 * half + q], _mm512_set1_epi32(i32_at(xq + 4 * q)));
                     isum[i] = _mm512_add_epi32(isum[i], _mm512_mullo_epi32(dot, scs));
                 }
