@@ -14,7 +14,7 @@ constexpr int64_t kRegBytes = 4 * kGroupRows;
 /// further bytes, which the format stores as registers (4 bytes of each of the 16 rows). Legacy
 /// blocks (32 elements) hold the fp16 values first (Q5_0: its 4 high-bit bytes qh are the first
 /// register, then the 16 nibble bytes); Q4_K holds d, dmin, then 12 scale bytes and 128 nibble
-/// bytes (35 registers); Q6_K holds ql, qh, scales (52 registers) and its d last. Plain run-time
+/// bytes (35 registers), Q5_K 12 scale, 32 qh and 128 nibble bytes (43 registers); Q6_K holds ql, qh, scales (52 registers) and its d last. Plain run-time
 /// values (one copy of the code for every format).
 struct QuantLayout {
     int64_t block, scales, qs;
@@ -61,7 +61,7 @@ struct QuantLayout {
 };
 
 constexpr QuantLayout kQ4_0{32, 1, 16}, kQ4_1{32, 2, 16}, kQ5_0{32, 1, 20}, kQ8_0{32, 1, 32};
-constexpr QuantLayout kQ4_K{256, 2, 140}, kQ6_K{256, 1, 208, true};
+constexpr QuantLayout kQ4_K{256, 2, 140}, kQ5_K{256, 2, 172}, kQ6_K{256, 1, 208, true};
 
 size_t q4_0_group_bytes(int64_t k) { return kQ4_0.group_bytes(k); }
 size_t q4_1_group_bytes(int64_t k) { return kQ4_1.group_bytes(k); }
@@ -84,6 +84,10 @@ size_t q4_K_group_bytes(int64_t k) { return kQ4_K.group_bytes(k); }
 void q4_K_pack(const uint8_t* s, uint8_t* d, int64_t n, int64_t k) { kQ4_K.permute(true, s, d, n, k); }
 void q4_K_unpack(const uint8_t* s, uint8_t* d, int64_t n, int64_t k) { kQ4_K.permute(false, s, d, n, k); }
 void q4_K_row(const uint8_t* p, int64_t r, int64_t k, float* o) { kQ4_K.row_to_float(DType::Q4_K, p, r, k, o); }
+size_t q5_K_group_bytes(int64_t k) { return kQ5_K.group_bytes(k); }
+void q5_K_pack(const uint8_t* s, uint8_t* d, int64_t n, int64_t k) { kQ5_K.permute(true, s, d, n, k); }
+void q5_K_unpack(const uint8_t* s, uint8_t* d, int64_t n, int64_t k) { kQ5_K.permute(false, s, d, n, k); }
+void q5_K_row(const uint8_t* p, int64_t r, int64_t k, float* o) { kQ5_K.row_to_float(DType::Q5_K, p, r, k, o); }
 size_t q6_K_group_bytes(int64_t k) { return kQ6_K.group_bytes(k); }
 void q6_K_pack(const uint8_t* s, uint8_t* d, int64_t n, int64_t k) { kQ6_K.permute(true, s, d, n, k); }
 void q6_K_unpack(const uint8_t* s, uint8_t* d, int64_t n, int64_t k) { kQ6_K.permute(false, s, d, n, k); }
@@ -122,6 +126,7 @@ constexpr Format kFormats[] = {
     {FormatId::Q5_0x16, "q5_0x16", DType::Q5_0, q5_0_group_bytes, q5_0_pack, q5_0_unpack, q5_0_row},
     {FormatId::Q4_Kx16, "q4_Kx16", DType::Q4_K, q4_K_group_bytes, q4_K_pack, q4_K_unpack, q4_K_row},
     {FormatId::Q6_Kx16, "q6_Kx16", DType::Q6_K, q6_K_group_bytes, q6_K_pack, q6_K_unpack, q6_K_row},
+    {FormatId::Q5_Kx16, "q5_Kx16", DType::Q5_K, q5_K_group_bytes, q5_K_pack, q5_K_unpack, q5_K_row},
 };
 
 }  // namespace

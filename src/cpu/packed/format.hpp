@@ -21,6 +21,8 @@
 //                       packed 6-bit scale/min bytes, 32 of quant bytes. Quant byte 32c + l holds
 //                       element 64c + l (low nibble) and 64c + 32 + l (high), so register
 //                       8c + q has elements 64c + 4q.. (sub-block 2c) and 64c + 32 + 4q.. (2c + 1).
+//   q5_Kx16              as q4_Kx16 (16 x 176 bytes) with the 32 qh bytes as 8 registers between the
+//                       scale and quant registers: bit j of qh byte l is bit 4 of element 32j + l.
 //   q6_Kx16              per group, per super-block (16 x 210 bytes): the rows' first 208 bytes as
 //                       52 registers (32 of ql, 16 of qh, 4 of the int8 scales), then d[16].
 //   f16x16               per group, per element k: the 16 rows' fp16 values (32 bytes).
@@ -42,7 +44,8 @@ namespace tessel::cpu::packed {
 constexpr int64_t kGroupRows = 16;
 
 /// Stable ids stored in packed headers; never renumber.
-enum class FormatId : uint32_t { Q4_0x16 = 1, Q4_1x16 = 2, Q8_0x16 = 3, F16x16 = 4, Q5_0x16 = 5, Q4_Kx16 = 6, Q6_Kx16 = 7 };
+enum class FormatId : uint32_t { Q4_0x16 = 1, Q4_1x16 = 2, Q8_0x16 = 3, F16x16 = 4, Q5_0x16 = 5, Q4_Kx16 = 6, Q6_Kx16 = 7,
+                              Q5_Kx16 = 8 };
 
 struct Format {
     FormatId id;

@@ -4,8 +4,9 @@
 // format.hpp): dst[m][n] = sum_k x[m][k] * w[n][k]. Its descriptor states its geometry and the
 // functions around it, so the driver (mul_mat.cpp) needs no per-kernel code:
 //   mr x nr   register tile (activation rows x weight rows); nr = 16 for every format here
-//   kr, sr    K bytes per 32-bit lane of a packed register, and how many K-elements 16 apart share
-//             one byte (2 for 4-bit quants: low and high nibble; 1 otherwise); f16x16 kernels
+//   kr, sr    K bytes per 32-bit lane of a packed register, and how many K-elements share one
+//             byte (2 for 4-bit quants: low and high nibble, 16 apart in 32-element blocks, 32 apart
+//             in K-quant super-blocks; 1 otherwise); f16x16 kernels
 //             step one fp16 K-element (kr = 2 bytes) of each row at a time
 //   m_step    rows of LHS the GEMM consumes per call unit (= mr); n_step = 16 (one group)
 // Names follow `<weight>_<activation>_{gemm,gemv}_<mr>x<nr>_<isa>`. ISA code lives in per-ISA
@@ -47,11 +48,11 @@ struct Kernel {
     CpuTier tier;           ///< lowest tier that can run it
     bool matrix_unit;       ///< runs on a matrix unit (AMX): TESSEL_CPU_MATRIX_THREADS caps it
     DType weight;           ///< weight type (its Format is the packed RHS layout)
-    DType lhs;              ///< activation packing: Q8_0 / Q8_1 rows (GGUF blocks) or F32 rows
+    DType lhs;              ///< activation packing: Q8_0 / Q8_1 / Q8_K rows (GGUF blocks) or F32 rows
     int mr, nr, kr, sr, m_step, n_step;
     int64_t min_m;  ///< the chain uses this kernel for ops with at least min_m activation rows
     /// Packs m F32 rows (row i at x + i * x_stride bytes) of k elements into dst, one packed row
-    /// every lhs_row_bytes(k) bytes (Q8_0 / Q8_1 blocks as quant::quantize_row makes them, up to
+    /// every lhs_row_bytes(k) bytes (Q8_0 / Q8_1 / Q8_K blocks as quant::quantize_row makes them, up to
     /// rounding of exact ties; F32: a copy).
     void (*pack_lhs)(const float* x, size_t x_stride, uint8_t* dst, int64_t m, int64_t k);
     void (*gemm)(const GemmArgs& a);

@@ -1,17 +1,19 @@
-// Packed micro-kernels, avx2 tier (AVX2 + FMA + F16C): Q4_K and Q6_K weights (formats q4_Kx16,
-// q6_Kx16 of format.hpp) times Q8_K activations; the arithmetic of packed_kquant_avx512vnni.cpp
+// Packed micro-kernels, avx2 tier (AVX2 + FMA + F16C): Q4_K, Q5_K and Q6_K weights (formats
+// q4_Kx16, q5_Kx16, q6_Kx16 of format.hpp) times Q8_K activations; the arithmetic of packed_kquant_avx512vnni.cpp
 // with maddubs + madd in place of vpdpbusd. A 64-byte packed register is two ymm halves (weight
 // rows 0..7 and 8..15), each yielding 8 output columns.
 //
 // Per group and super-block the 16 rows' codes (4096 bytes) and scales (and Q4_K mins, each in
 // both 16-bit halves of its lane) are decoded once into scratch, then read by the MR activation
-// rows. s16 bounds: Q4_K codes <= 15, maddubs pairs <= 2 * 15 * 127 = 3810, the 8 of a sub-block
-// add to <= 30480; Q6_K codes <= 63, pairs <= 16002, two are added (<= 32004) before each madd.
+// rows. s16 bounds: Q5_K codes <= 31, maddubs pairs <= 2 * 31 * 127 = 7874, four are added
+// (<= 31496) before each madd (Q4_K likewise); Q6_K codes <= 63, pairs <= 16002, two are added
+// (<= 32004) before each madd.
 // The result of an output depends only on its inputs.
 // The loops over sub-blocks and registers are unrolled (GCC unroll pragmas): their shift counts
 // and offsets become immediates.
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "cpu/packed/kernel.hpp"
 #include "cpu/packed/kquant_traits.hpp"
@@ -46,12 +48,14 @@ struct Decoded {
     alignas(32) int32_t min2[8][16];
 };
 
-void decode_q4k(const uint8_t* g, Decoded& d) {
+/// Q4_K or Q5_K (layout L).
+template <class L>
+void decode_q45k(const uint8_t* g, Decoded& d) {
     const __m256i m3f = _mm256_set1_epi8(0x3f), m0f = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30), mff = _mm256_set1_epi32(0xff);
+    const __m256i bit4 = _mm256_set1_epi8(0x10);
     #pragma GCC unroll 16
     for (int h = 0; h < 2; ++h) {
-        const __m256i s0 = load32(g + Q4KLayout::kScales + 32 * h), s1 = load32(g + Q4KLayout::kScales + 64 + 32 * h),
-                      s2 = load32(g + Q4KLayout::kScales + 128 + 32 * h);
+        const __m256i s0 = load32(g + L::kScales + 32 * h), s1 = load32(g + L::kScales + 64 + 32 * h), s2 = load32(g + L::kScales + 128 + 32 * h);
         const __m256i sc[2] = {_mm256_and_si256(s0, m3f), _mm256_or_si256(_mm256_and_si256(s2, m0f), _mm256_and_si256(srl32(s0, 2), m30))};
         const __m256i mn[2] = {_mm256_and_si256(s1, m3f), _mm256_or_si256(_mm256_and_si256(srl32(s2, 4), m0f), _mm256_and_si256(srl32(s1, 2), m30))};
         #pragma GCC unroll 16
@@ -60,9 +64,14 @@ void decode_q4k(const uint8_t* g, Decoded& d) {
             const __m256i m = _mm256_and_si256(srl32(mn[j / 4], 8 * (j % 4)), mff);
             _mm256_store_si256(reinterpret_cast<__m256i*>(d.min2[j] + 8 * h), _mm256_or_si256(m, _mm256_slli_epi32(m, 16)));
             #pragma GCC unroll 16
-            for (int q = 0; q < 8; ++q)
-                _mm256_store_si256(reinterpret_cast<__m256i*>(d.codes[j][q] + 32 * h),
-                                   _mm256_and_si256(srl32(load32(g + Q4KLayout::kQs + 64 * (8 * (j / 2) + q) + 32 * h), 4 * (j % 2)), m0f));
+            for (int q = 0; q < 8; ++q) {
+                __m256i c = _mm256_and_si256(srl32(load32(g + L::kQs + 64 * (8 * (j / 2) + q) + 32 * h), 4 * (j % 2)), m0f);
+                if constexpr (L::kFifthBit) {  // bit j of qh register q -> bit 4
+                    const __m256i qh = load32(g + L::kQh + 64 * q + 32 * h);
+                    c = _mm256_or_si256(c, _mm256_and_si256(j <= 4 ? sll32(qh, 4 - j) : srl32(qh, j - 4), bit4));
+                }
+                _mm256_store_si256(reinterpret_cast<__m256i*>(d.codes[j][q] + 32 * h), c);
+            }
         }
     }
 }
@@ -91,18 +100,18 @@ void decode_q6k(const uint8_t* g, Decoded& d) {
 }
 
 /// MR Q8_K activation rows (from row i0) times one group over all super-blocks.
-template <bool kQ6, int MR>
+template <class L, int MR>
 void tile(const GemmArgs& a, int64_t i0, const uint8_t* group, int64_t n0, int n_cols) {
+    constexpr bool kQ6 = std::is_same_v<L, Q6KLayout>;
     const __m256i ones = _mm256_set1_epi16(1);
     thread_local Decoded d;
     __m256 acc[MR][2];
     for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
     for (int64_t sb = 0; sb < a.k / kSuper; ++sb) {
-        const uint8_t* g = group + sb * (kQ6 ? Q6KLayout::kBytes : Q4KLayout::kBytes);
+        const uint8_t* g = group + sb * L::kBytes;
         if constexpr (kQ6) decode_q6k(g, d);
-        else decode_q4k(g, d);
-        const int64_t dw_at = kQ6 ? Q6KLayout::kD : Q4KLayout::kD;
-        const __m256 dw[2] = {cvt8h(g + dw_at), cvt8h(g + dw_at + 16)};
+        else decode_q45k<L>(g, d);
+        const __m256 dw[2] = {cvt8h(g + L::kD), cvt8h(g + L::kD + 16)};
         for (int i = 0; i < MR; ++i) {
             const uint8_t* x = a.lhs + (i0 + i) * a.lhs_stride + sb * kQ8KBytes;
             __m256i isum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()}, msum[2] = {isum[0], isum[1]};
@@ -130,17 +139,23 @@ void tile(const GemmArgs& a, int64_t i0, const uint8_t* group, int64_t n0, int n
                 #pragma GCC unroll 16
                 for (int j = 0; j < 8; ++j) {
                     const uint8_t* xq = x + kQ8KQs + 32 * j;
-                    __m256i d16[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+                    __m256i dot[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
                     #pragma GCC unroll 16
-                    for (int q = 0; q < 8; ++q) {
-                        const __m256i xv = _mm256_set1_epi32(i32_at(xq + 4 * q));
+                    for (int p = 0; p < 2; ++p) {  // 4 maddubs per madd: Q5_K's s16 bound
+                        __m256i d16[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
                         #pragma GCC unroll 16
-                        for (int h = 0; h < 2; ++h) d16[h] = _mm256_add_epi16(d16[h], _mm256_maddubs_epi16(load32(d.codes[j][q] + 32 * h), xv));
+                        for (int q = 4 * p; q < 4 * p + 4; ++q) {
+                            const __m256i xv = _mm256_set1_epi32(i32_at(xq + 4 * q));
+                            #pragma GCC unroll 16
+                            for (int h = 0; h < 2; ++h) d16[h] = _mm256_add_epi16(d16[h], _mm256_maddubs_epi16(load32(d.codes[j][q] + 32 * h), xv));
+                        }
+                        #pragma GCC unroll 16
+                        for (int h = 0; h < 2; ++h) dot[h] = _mm256_add_epi32(dot[h], _mm256_madd_epi16(d16[h], ones));
                     }
                     const __m256i bs = _mm256_set1_epi32(i32_at(x + kQ8KBsums + 4 * j));
                     #pragma GCC unroll 16
                     for (int h = 0; h < 2; ++h) {
-                        isum[h] = _mm256_add_epi32(isum[h], _mm256_mullo_epi32(_mm256_madd_epi16(d16[h], ones), load32(d.scale[j] + 8 * h)));
+                        isum[h] = _mm256_add_epi32(isum[h], _mm256_mullo_epi32(dot[h], load32(d.scale[j] + 8 * h)));
                         msum[h] = _mm256_add_epi32(msum[h], _mm256_madd_epi16(load32(d.min2[j] + 8 * h), bs));
                     }
                 }
@@ -150,7 +165,7 @@ void tile(const GemmArgs& a, int64_t i0, const uint8_t* group, int64_t n0, int n
             for (int h = 0; h < 2; ++h) {
                 acc[i][h] = _mm256_fmadd_ps(_mm256_mul_ps(dw[h], dx), _mm256_cvtepi32_ps(isum[h]), acc[i][h]);
                 if constexpr (!kQ6) {
-                    const __m256 dmin = cvt8h(g + Q4KLayout::kDmin + 16 * h);
+                    const __m256 dmin = cvt8h(g + L::kDmin + 16 * h);
                     acc[i][h] = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, dx), _mm256_cvtepi32_ps(msum[h]), acc[i][h]);
                 }
             }
@@ -164,13 +179,14 @@ void tile(const GemmArgs& a, int64_t i0, const uint8_t* group, int64_t n0, int n
     }
 }
 
-template <bool kQ6, int MR>
+/// Q4_K, Q5_K (layouts Q4KLayout, Q5KLayout) or Q6_K (Q6KLayout) weights.
+template <class L, int MR>
 void gemm(const GemmArgs& a) {
-    const size_t group_bytes = static_cast<size_t>(a.k / kSuper) * (kQ6 ? Q6KLayout::kBytes : Q4KLayout::kBytes);
+    const size_t group_bytes = static_cast<size_t>(a.k / kSuper) * L::kBytes;
     for (int64_t n0 = 0; n0 < a.n; n0 += kGroupRows) {
         const uint8_t* group = a.rhs + static_cast<size_t>(n0 / kGroupRows) * group_bytes;
         const int n_cols = static_cast<int>(std::min<int64_t>(kGroupRows, a.n - n0));
-        for_row_tiles<MR>(a.m, [&](auto rows, int64_t i0) { tile<kQ6, decltype(rows)::value>(a, i0, group, n0, n_cols); });
+        for_row_tiles<MR>(a.m, [&](auto rows, int64_t i0) { tile<L, decltype(rows)::value>(a, i0, group, n0, n_cols); });
     }
 }
 
@@ -180,9 +196,11 @@ constexpr int kMr = 4;
 
 constinit Kernel table[] = {
     {"q4_K_q8_K_gemm_4x16_avx2", "q4_K_q8_K_gemv_1x16_avx2", CpuTier::Avx2, false, DType::Q4_K, DType::Q8_K, kMr, 16, 4, 2, kMr, 16, 1,
-     pack_q8_k, gemm<false, kMr>, gemm<false, 1>},
+     pack_q8_k, gemm<Q4KLayout, kMr>, gemm<Q4KLayout, 1>},
+    {"q5_K_q8_K_gemm_4x16_avx2", "q5_K_q8_K_gemv_1x16_avx2", CpuTier::Avx2, false, DType::Q5_K, DType::Q8_K, kMr, 16, 4, 2, kMr, 16, 1,
+     pack_q8_k, gemm<Q5KLayout, kMr>, gemm<Q5KLayout, 1>},
     {"q6_K_q8_K_gemm_4x16_avx2", "q6_K_q8_K_gemv_1x16_avx2", CpuTier::Avx2, false, DType::Q6_K, DType::Q8_K, kMr, 16, 4, 2, kMr, 16, 1,
-     pack_q8_k, gemm<true, kMr>, gemm<true, 1>},
+     pack_q8_k, gemm<Q6KLayout, kMr>, gemm<Q6KLayout, 1>},
 };
 
 }  // namespace

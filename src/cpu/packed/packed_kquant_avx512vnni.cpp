@@ -1,11 +1,12 @@
-// Packed micro-kernels, avx512vnni tier: Q4_K and Q6_K weights (formats q4_Kx16, q6_Kx16 of
-// format.hpp) times Q8_K activations, with vpdpbusd (u8 weight code x s8 activation, 4 products
+// Packed micro-kernels, avx512vnni tier: Q4_K, Q5_K and Q6_K weights (formats q4_Kx16, q5_Kx16,
+// q6_Kx16 of format.hpp) times Q8_K activations, with vpdpbusd (u8 weight code x s8 activation, 4 products
 // per 32-bit lane = per weight row). Per activation row i and super-block (256 elements):
 //   Q4_K  value = d * sc_j * code - dmin * m_j for sub-block j (32 elements). Per sub-block an
 //         integer dot of the codes, times sc_j (vpmulld), summed; the mins need only the
 //         activation's sums per sub-block (two of Q8_K's bsums of 16: m_j is put in both 16-bit
 //         halves of its lane, and vpdpwssd against the bsum pair gives m_j * (bsum_2j + bsum_2j+1)).
 //         acc += d_x * (d_w * sum sc_j dot_j - dmin_w * sum m_j bsum_j).
+//   Q5_K  as Q4_K, the code's bit 4 taken from the qh registers (codes <= 31).
 //   Q6_K  value = d * sc_s * (code - 32) for 16-element group s (int8 sc_s): each group's dot
 //         starts at -32 * bsum_s, is multiplied by sc_s and summed; acc += d_x * d_w * sum.
 // The 6-bit scale/min bytes of Q4_K are unpacked for the 16 rows at once (the rows' 12 bytes are 3
@@ -17,6 +18,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "cpu/packed/kernel.hpp"
 #include "cpu/packed/kquant_traits.hpp"
@@ -41,16 +43,17 @@ int16_t i16_at(const uint8_t* p) {
     return v;
 }
 
-/// MR Q8_K activation rows (from row i0) times one q4_Kx16 group over all super-blocks.
-template <int MR>
-void q4k_tile(const GemmArgs& a, int64_t i0, const uint8_t* group, float* const* out, int n_cols) {
+/// MR Q8_K activation rows (from row i0) times one q4_Kx16 or q5_Kx16 group (layout L) over all
+/// super-blocks.
+template <class L, int MR>
+void q45k_tile(const GemmArgs& a, int64_t i0, const uint8_t* group, float* const* out, int n_cols) {
     const __m512i m3f = _mm512_set1_epi8(0x3f), m0f = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
-    const __m512i mff = _mm512_set1_epi32(0xff);
+    const __m512i mff = _mm512_set1_epi32(0xff), bit4 = _mm512_set1_epi8(0x10);
     __m512 acc[MR];
     for (int i = 0; i < MR; ++i) acc[i] = _mm512_setzero_ps();
     for (int64_t sb = 0; sb < a.k / kSuper; ++sb) {
-        const uint8_t* g = group + sb * Q4KLayout::kBytes;
-        const __m512i s0 = load64(g + Q4KLayout::kScales), s1 = load64(g + Q4KLayout::kScales + 64), s2 = load64(g + Q4KLayout::kScales + 128);
+        const uint8_t* g = group + sb * L::kBytes;
+        const __m512i s0 = load64(g + L::kScales), s1 = load64(g + L::kScales + 64), s2 = load64(g + L::kScales + 128);
         // per row lane: bytes of scales 0..3 / 4..7 and mins 0..3 / 4..7 (ggml's 6-bit packing)
         const __m512i sc[2] = {_mm512_and_si512(s0, m3f), _mm512_or_si512(_mm512_and_si512(s2, m0f), _mm512_and_si512(srl32(s0, 2), m30))};
         const __m512i mn[2] = {_mm512_and_si512(s1, m3f), _mm512_or_si512(_mm512_and_si512(srl32(s2, 4), m0f), _mm512_and_si512(srl32(s1, 2), m30))};
@@ -65,7 +68,13 @@ void q4k_tile(const GemmArgs& a, int64_t i0, const uint8_t* group, float* const*
             const __m512i mn2 = _mm512_or_si512(mnj, _mm512_slli_epi32(mnj, 16));  // m_j in both 16-bit halves
             __m512i op[8];
             #pragma GCC unroll 16
-            for (int q = 0; q < 8; ++q) op[q] = _mm512_and_si512(srl32(load64(g + Q4KLayout::kQs + 64 * (8 * (j / 2) + q)), 4 * (j % 2)), m0f);
+            for (int q = 0; q < 8; ++q) {
+                op[q] = _mm512_and_si512(srl32(load64(g + L::kQs + 64 * (8 * (j / 2) + q)), 4 * (j % 2)), m0f);
+                if constexpr (L::kFifthBit) {  // bit j of qh register q -> bit 4
+                    const __m512i qh = load64(g + L::kQh + 64 * q);
+                    op[q] = _mm512_or_si512(op[q], _mm512_and_si512(j <= 4 ? sll32(qh, 4 - j) : srl32(qh, j - 4), bit4));
+                }
+            }
             for (int i = 0; i < MR; ++i) {
                 const uint8_t* xq = x[i] + kQ8KQs + 32 * j;
                 __m512i dot = _mm512_setzero_si512();
@@ -75,8 +84,8 @@ void q4k_tile(const GemmArgs& a, int64_t i0, const uint8_t* group, float* const*
                 msum[i] = _mm512_dpwssd_epi32(msum[i], mn2, _mm512_set1_epi32(i32_at(x[i] + kQ8KBsums + 4 * j)));
             }
         }
-        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g + Q4KLayout::kD)));
-        const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g + Q4KLayout::kDmin)));
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g + L::kD)));
+        const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g + L::kDmin)));
         for (int i = 0; i < MR; ++i) {
             const __m512 dx = _mm512_set1_ps(f32_at(x[i] + kQ8KD));
             acc[i] = _mm512_fmadd_ps(_mm512_mul_ps(dw, dx), _mm512_cvtepi32_ps(isum[i]), acc[i]);
@@ -132,9 +141,10 @@ void q6k_tile(const GemmArgs& a, int64_t i0, const uint8_t* group, float* const*
     for (int i = 0; i < MR; ++i) _mm512_mask_storeu_ps(out[i], mask, acc[i]);
 }
 
-template <bool kQ6, int MR>
+/// Q4_K, Q5_K (layouts Q4KLayout, Q5KLayout) or Q6_K (Q6KLayout) weights.
+template <class L, int MR>
 void gemm(const GemmArgs& a) {
-    const size_t group_bytes = static_cast<size_t>(a.k / kSuper) * (kQ6 ? Q6KLayout::kBytes : Q4KLayout::kBytes);
+    const size_t group_bytes = static_cast<size_t>(a.k / kSuper) * L::kBytes;
     for (int64_t n0 = 0; n0 < a.n; n0 += kGroupRows) {
         const uint8_t* group = a.rhs + static_cast<size_t>(n0 / kGroupRows) * group_bytes;
         const int n_cols = static_cast<int>(std::min<int64_t>(kGroupRows, a.n - n0));
@@ -142,8 +152,8 @@ void gemm(const GemmArgs& a) {
             constexpr int R = decltype(rows)::value;
             float* out[R];
             for (int r = 0; r < R; ++r) out[r] = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(a.dst) + (i0 + r) * a.dst_stride) + n0;
-            if constexpr (kQ6) q6k_tile<R>(a, i0, group, out, n_cols);
-            else q4k_tile<R>(a, i0, group, out, n_cols);
+            if constexpr (std::is_same_v<L, Q6KLayout>) q6k_tile<R>(a, i0, group, out, n_cols);
+            else q45k_tile<L, R>(a, i0, group, out, n_cols);
         });
     }
 }
@@ -154,9 +164,11 @@ constexpr int kMr = 4;
 
 constinit Kernel table[] = {
     {"q4_K_q8_K_gemm_4x16_avx512vnni", "q4_K_q8_K_gemv_1x16_avx512vnni", CpuTier::Avx512Vnni, false, DType::Q4_K, DType::Q8_K, kMr, 16,
-     4, 2, kMr, 16, 1, pack_q8_k, gemm<false, kMr>, gemm<false, 1>},
+     4, 2, kMr, 16, 1, pack_q8_k, gemm<Q4KLayout, kMr>, gemm<Q4KLayout, 1>},
+    {"q5_K_q8_K_gemm_4x16_avx512vnni", "q5_K_q8_K_gemv_1x16_avx512vnni", CpuTier::Avx512Vnni, false, DType::Q5_K, DType::Q8_K, kMr, 16,
+     4, 2, kMr, 16, 1, pack_q8_k, gemm<Q5KLayout, kMr>, gemm<Q5KLayout, 1>},
     {"q6_K_q8_K_gemm_4x16_avx512vnni", "q6_K_q8_K_gemv_1x16_avx512vnni", CpuTier::Avx512Vnni, false, DType::Q6_K, DType::Q8_K, kMr, 16,
-     4, 2, kMr, 16, 1, pack_q8_k, gemm<true, kMr>, gemm<true, 1>},
+     4, 2, kMr, 16, 1, pack_q8_k, gemm<Q6KLayout, kMr>, gemm<Q6KLayout, 1>},
 };
 
 }  // namespace
