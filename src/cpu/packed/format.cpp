@@ -60,7 +60,7 @@ struct QuantLayout {
     }
 };
 
-constexpr QuantLayout kQ4_0{32, 1, 16}, kQ4_1{32, 2, 16}, kQ5_0{32, 1, 20}, kQ8_0{32, 1, 32};
+constexpr QuantLayout kQ4_0{32, 1, 16}, kIQ4_NL{32, 1, 16}, kQ4_1{32, 2, 16}, kQ5_0{32, 1, 20}, kQ8_0{32, 1, 32};
 constexpr QuantLayout kQ4_K{256, 2, 140}, kQ5_K{256, 2, 172}, kQ6_K{256, 1, 208, true};
 
 size_t q4_0_group_bytes(int64_t k) { return kQ4_0.group_bytes(k); }
@@ -88,6 +88,10 @@ size_t q5_K_group_bytes(int64_t k) { return kQ5_K.group_bytes(k); }
 void q5_K_pack(const uint8_t* s, uint8_t* d, int64_t n, int64_t k) { kQ5_K.permute(true, s, d, n, k); }
 void q5_K_unpack(const uint8_t* s, uint8_t* d, int64_t n, int64_t k) { kQ5_K.permute(false, s, d, n, k); }
 void q5_K_row(const uint8_t* p, int64_t r, int64_t k, float* o) { kQ5_K.row_to_float(DType::Q5_K, p, r, k, o); }
+size_t iq4_nl_group_bytes(int64_t k) { return kIQ4_NL.group_bytes(k); }
+void iq4_nl_pack(const uint8_t* s, uint8_t* d, int64_t n, int64_t k) { kIQ4_NL.permute(true, s, d, n, k); }
+void iq4_nl_unpack(const uint8_t* s, uint8_t* d, int64_t n, int64_t k) { kIQ4_NL.permute(false, s, d, n, k); }
+void iq4_nl_row(const uint8_t* p, int64_t r, int64_t k, float* o) { kIQ4_NL.row_to_float(DType::IQ4_NL, p, r, k, o); }
 size_t q6_K_group_bytes(int64_t k) { return kQ6_K.group_bytes(k); }
 void q6_K_pack(const uint8_t* s, uint8_t* d, int64_t n, int64_t k) { kQ6_K.permute(true, s, d, n, k); }
 void q6_K_unpack(const uint8_t* s, uint8_t* d, int64_t n, int64_t k) { kQ6_K.permute(false, s, d, n, k); }
@@ -127,6 +131,7 @@ constexpr Format kFormats[] = {
     {FormatId::Q4_Kx16, "q4_Kx16", DType::Q4_K, q4_K_group_bytes, q4_K_pack, q4_K_unpack, q4_K_row},
     {FormatId::Q6_Kx16, "q6_Kx16", DType::Q6_K, q6_K_group_bytes, q6_K_pack, q6_K_unpack, q6_K_row},
     {FormatId::Q5_Kx16, "q5_Kx16", DType::Q5_K, q5_K_group_bytes, q5_K_pack, q5_K_unpack, q5_K_row},
+    {FormatId::IQ4_NLx16, "iq4_nlx16", DType::IQ4_NL, iq4_nl_group_bytes, iq4_nl_pack, iq4_nl_unpack, iq4_nl_row},
 };
 
 }  // namespace

@@ -13,6 +13,7 @@
 //                       Q4 bytes hold element i in the low nibble and i+16 in the high one, so a
 //                       register's low nibbles are elements 4r..4r+3 and its high nibbles
 //                       16+4r..16+4r+3 (4 registers per block); Q8_0 has 8 registers.
+//   iq4_nlx16            as q4_0x16 (the nibbles index the non-linear table kvalues).
 //   q5_0x16              as q4_0x16, with one more register between d and the nibbles: row j's
 //                       4 high-bit bytes qh at byte 4j (bit e of the little-endian 32-bit qh is
 //                       bit 4 of element e), so a block is d[16], qh register, 4 nibble registers.
@@ -45,7 +46,7 @@ constexpr int64_t kGroupRows = 16;
 
 /// Stable ids stored in packed headers; never renumber.
 enum class FormatId : uint32_t { Q4_0x16 = 1, Q4_1x16 = 2, Q8_0x16 = 3, F16x16 = 4, Q5_0x16 = 5, Q4_Kx16 = 6, Q6_Kx16 = 7,
-                              Q5_Kx16 = 8 };
+                              Q5_Kx16 = 8, IQ4_NLx16 = 9 };
 
 struct Format {
     FormatId id;

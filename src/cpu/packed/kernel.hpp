@@ -92,6 +92,8 @@ extern const std::span<Kernel> kQ5Avx512VnniKernels;  ///< packed_q5_avx512vnni.
 extern const std::span<Kernel> kQ5Avx2Kernels;        ///< packed_q5_avx2.cpp
 extern const std::span<Kernel> kKquantAvx512VnniKernels;  ///< packed_kquant_avx512vnni.cpp
 extern const std::span<Kernel> kKquantAvx2Kernels;        ///< packed_kquant_avx2.cpp
+extern const std::span<Kernel> kIq4nlAvx512VnniKernels;  ///< packed_iq4nl_avx512vnni.cpp
+extern const std::span<Kernel> kIq4nlAvx2Kernels;        ///< packed_iq4nl_avx2.cpp
 
 /// Whether kernel k can run under features f.
 bool usable(const Kernel& k, const CpuFeatures& f);
