@@ -12,10 +12,11 @@ constexpr int64_t kRegBytes = 4 * kGroupRows;
 
 /// Geometry of a block of `block` elements: `scales` fp16 values (d, then dmin / m) and `qs`
 /// further bytes, which the format stores as registers (4 bytes of each of the 16 rows). Legacy
-/// blocks (32 elements) hold the fp16 values first (Q5_0: its 4 high-bit bytes qh are the first
-/// register, then the 16 nibble bytes); Q4_K holds d, dmin, then 12 scale bytes and 128 nibble
-/// bytes (35 registers), Q5_K 12 scale, 32 qh and 128 nibble bytes (43 registers); Q6_K holds ql, qh, scales (52 registers) and its d last. Plain run-time
-/// values (one copy of the code for every format).
+/// and IQ4_NL blocks (32 elements) hold the fp16 values first (Q5_0: its 4 high-bit bytes qh are
+/// the first register, then the 16 nibble bytes); Q4_K holds d, dmin, then 12 scale bytes and 128
+/// nibble bytes (35 registers), Q5_K 12 scale, 32 qh and 128 nibble bytes (43 registers); Q6_K
+/// holds ql, qh, scales (52 registers) and its d last. Plain run-time values (one copy of the code
+/// for every format).
 struct QuantLayout {
     int64_t block, scales, qs;
     bool scales_last = false;
