@@ -35,7 +35,7 @@ std::vector<uint8_t> random_rows(DType t, int64_t n, int64_t k, uint32_t seed) {
 TEST(PackedFormat, PackUnpackIsIdentityOnGgufBytes) {
     for (const Format& f : formats()) {
         for (int64_t n : {1, 15, 16, 17, 40}) {
-            const int64_t k = f.weight == DType::F16 ? 37 : 96;
+            const int64_t k = f.weight == DType::F16 ? 37 : 3 * static_cast<int64_t>(dtype_info(f.weight).block_size);
             const std::vector<uint8_t> rows = random_rows(f.weight, n, k, static_cast<uint32_t>(n));
             std::vector<uint8_t> packed(packed_bytes(f, n, k), 0xAB);
             f.pack(rows.data(), packed.data(), n, k);
@@ -144,13 +144,14 @@ TEST(PackedKernel, EveryUsableKernelMatchesTheFloat64Dot) {
     for (const Kernel* kern : all_kernels()) {
         if (!usable(*kern, f)) continue;
         ++ran;
-        const int64_t kmin = static_cast<int64_t>(dtype_info(kern->format->weight).block_size) == 1 ? 1 : 32;
+        const int64_t kmin = static_cast<int64_t>(dtype_info(kern->format->weight).block_size);  // 1, 32 or 256
         // every row-tile height of the register tiles (up to 9 rows), full tiles plus tails, and
         // column counts that end inside a 16-row group
         for (int64_t m : {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 33, 64})
-            for (int64_t n : {1, 16, 21, 50}) check_kernel(*kern, m, n, kmin == 1 ? 19 : 96, static_cast<uint32_t>(m * 100 + n));
+            for (int64_t n : {1, 16, 21, 50}) check_kernel(*kern, m, n, kmin == 1 ? 19 : 3 * kmin, static_cast<uint32_t>(m * 100 + n));
         check_kernel(*kern, 5, 16, kmin, 9);   // K at the smallest legal size
         check_kernel(*kern, 2, 33, 1024, 10);  // longer K
+        check_kernel(*kern, 3, 40, 1536, 12);  // K of SmolLM2's ffn_down (6 K-quant super-blocks)
         check_kernel(*kern, 20, 80, 4096, 11);  // long K: the AMX Q4 kernels unpack these 5 groups in 2 batches
     }
     if (tier_supported(f, CpuTier::Avx2)) {

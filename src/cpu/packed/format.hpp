@@ -13,6 +13,19 @@
 //                       Q4 bytes hold element i in the low nibble and i+16 in the high one, so a
 //                       register's low nibbles are elements 4r..4r+3 and its high nibbles
 //                       16+4r..16+4r+3 (4 registers per block); Q8_0 has 8 registers.
+//   iq4_nlx16            as q4_0x16 (the nibbles index the non-linear table kvalues).
+//   q5_0x16              as q4_0x16, with one more register between d and the nibbles: row j's
+//                       4 high-bit bytes qh at byte 4j (bit e of the little-endian 32-bit qh is
+//                       bit 4 of element e), so a block is d[16], qh register, 4 nibble registers.
+//   q4_Kx16              per group, per 256-element super-block (16 x 144 bytes): d[16], dmin[16]
+//                       (fp16), then the rows' other 140 bytes as 35 registers: 3 of the 12
+//                       packed 6-bit scale/min bytes, 32 of quant bytes. Quant byte 32c + l holds
+//                       element 64c + l (low nibble) and 64c + 32 + l (high), so register
+//                       8c + q has elements 64c + 4q.. (sub-block 2c) and 64c + 32 + 4q.. (2c + 1).
+//   q5_Kx16              as q4_Kx16 (16 x 176 bytes) with the 32 qh bytes as 8 registers between the
+//                       scale and quant registers: bit j of qh byte l is bit 4 of element 32j + l.
+//   q6_Kx16              per group, per super-block (16 x 210 bytes): the rows' first 208 bytes as
+//                       52 registers (32 of ql, 16 of qh, 4 of the int8 scales), then d[16].
 //   f16x16               per group, per element k: the 16 rows' fp16 values (32 bytes).
 //
 // A register is one 512-bit vector whose 32-bit lane j belongs to weight row j: an int8 dot
@@ -32,7 +45,8 @@ namespace tessel::cpu::packed {
 constexpr int64_t kGroupRows = 16;
 
 /// Stable ids stored in packed headers; never renumber.
-enum class FormatId : uint32_t { Q4_0x16 = 1, Q4_1x16 = 2, Q8_0x16 = 3, F16x16 = 4 };
+enum class FormatId : uint32_t { Q4_0x16 = 1, Q4_1x16 = 2, Q8_0x16 = 3, F16x16 = 4, Q5_0x16 = 5, Q4_Kx16 = 6, Q6_Kx16 = 7,
+                              Q5_Kx16 = 8, IQ4_NLx16 = 9 };
 
 struct Format {
     FormatId id;

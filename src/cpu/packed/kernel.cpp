@@ -27,7 +27,9 @@ const std::vector<const Kernel*>& all_kernels() {
     static const std::vector<const Kernel*> table = [] {
         std::vector<const Kernel*> t;
 #if defined(__x86_64__)
-        for (std::span<Kernel> tab : {kAmxKernels, kAvx512VnniKernels, kAvx512Kernels, kAvx2Kernels})
+        for (std::span<Kernel> tab : {kAmxKernels, kAvx512VnniKernels, kQ5Avx512VnniKernels, kKquantAvx512VnniKernels,
+                                      kIq4nlAvx512VnniKernels, kAvx512Kernels, kAvx2Kernels, kQ5Avx2Kernels, kKquantAvx2Kernels,
+                                      kIq4nlAvx2Kernels})
             for (Kernel& k : tab) {
                 k.format = format_for(k.weight);
                 t.push_back(&k);

@@ -4,10 +4,11 @@
 // format.hpp): dst[m][n] = sum_k x[m][k] * w[n][k]. Its descriptor states its geometry and the
 // functions around it, so the driver (mul_mat.cpp) needs no per-kernel code:
 //   mr x nr   register tile (activation rows x weight rows); nr = 16 (one group) for every kernel
-//             here: mr rows reuse each weight register (8 for avx512vnni and avx512, 4 for the avx2
-//             integer kernels, 6 for avx2 F16, 16 for AMX tiles)
-//   kr, sr    K bytes per 32-bit lane of a packed register, and how many K-elements 16 apart share
-//             one byte (2 for 4-bit quants: low and high nibble; 1 otherwise); f16x16 kernels
+//             here: mr rows reuse each weight register (e.g. 8 for the avx512vnni legacy-quant
+//             kernels, 4 for the avx2 integer kernels, 6 for avx2 F16, 16 for AMX tiles)
+//   kr, sr    K bytes per 32-bit lane of a packed register, and how many K-elements share one
+//             byte (2 for 4-bit quants: low and high nibble, 16 apart in 32-element blocks, 32 apart
+//             in K-quant super-blocks; 1 otherwise); f16x16 kernels
 //             step one fp16 K-element (kr = 2 bytes) of each row at a time
 //   m_step    rows of LHS the GEMM consumes per call unit (= mr); n_step = 16 (one group): a call
 //             starts at a group and may end inside one
@@ -64,11 +65,11 @@ struct Kernel {
     CpuTier tier;           ///< lowest tier that can run it
     bool matrix_unit;       ///< runs on a matrix unit (AMX): TESSEL_CPU_MATRIX_THREADS caps it
     DType weight;           ///< weight type (its Format is the packed RHS layout)
-    DType lhs;              ///< activation packing: Q8_0 / Q8_1 rows (GGUF blocks) or F32 rows
+    DType lhs;              ///< activation packing: Q8_0 / Q8_1 / Q8_K rows (GGUF blocks) or F32 rows
     int mr, nr, kr, sr, m_step, n_step;
     int64_t min_m;  ///< the chain uses this kernel for ops with at least min_m activation rows
     /// Packs m F32 rows (row i at x + i * x_stride bytes) of k elements into dst, one packed row
-    /// every lhs_row_bytes(k) bytes in lhs_layout (Q8_0 / Q8_1 quants and scales as
+    /// every lhs_row_bytes(k) bytes in lhs_layout (Q8_0 / Q8_1 / Q8_K quants and scales as
     /// quant::quantize_row makes them, up to rounding of exact ties; F32: a copy).
     void (*pack_lhs)(const float* x, size_t x_stride, uint8_t* dst, int64_t m, int64_t k);
     void (*gemm)(const GemmArgs& a);
@@ -92,7 +93,8 @@ size_t rhs_offset(const Kernel& kern, int64_t n_idx, int64_t k);
 /// (defined outside the per-ISA units: quant_traits.hpp's UnitBuffer).
 [[noreturn]] void throw_scratch_alloc(size_t bytes);
 
-/// Every compiled packed kernel, highest tier first (x86: amx, avx512vnni, avx512, avx2 tables).
+/// Every compiled packed kernel, highest tier first (x86: amx, avx512vnni, avx512, avx2 tables;
+/// each tier's tables of the other weight types after its main one).
 const std::vector<const Kernel*>& all_kernels();
 
 /// Kernel tables of each ISA (per-ISA translation units; x86 only). They are constant-initialised
@@ -104,6 +106,12 @@ extern const std::span<Kernel> kAmxKernels;         ///< packed_amx.cpp
 extern const std::span<Kernel> kAvx512VnniKernels;  ///< packed_avx512vnni.cpp
 extern const std::span<Kernel> kAvx512Kernels;      ///< packed_avx512.cpp
 extern const std::span<Kernel> kAvx2Kernels;        ///< packed_avx2.cpp
+extern const std::span<Kernel> kQ5Avx512VnniKernels;  ///< packed_q5_avx512vnni.cpp
+extern const std::span<Kernel> kQ5Avx2Kernels;        ///< packed_q5_avx2.cpp
+extern const std::span<Kernel> kKquantAvx512VnniKernels;  ///< packed_kquant_avx512vnni.cpp
+extern const std::span<Kernel> kKquantAvx2Kernels;        ///< packed_kquant_avx2.cpp
+extern const std::span<Kernel> kIq4nlAvx512VnniKernels;  ///< packed_iq4nl_avx512vnni.cpp
+extern const std::span<Kernel> kIq4nlAvx2Kernels;        ///< packed_iq4nl_avx2.cpp
 
 /// Whether kernel k can run under features f.
 bool usable(const Kernel& k, const CpuFeatures& f);

@@ -1,5 +1,5 @@
-// Activation (LHS) quantization to the scaled blocks of Q8_0 / Q8_1 (kernel.hpp's
-// LhsLayout::Scaled) with AVX2, bit-identical to quant::quantize_row (d = absmax / 127 rounded to fp16, q = round-half-away-from-zero(x * (1/d)),
+// Activation (LHS) quantization to Q8_0 / Q8_1 blocks, scaled (kernel.hpp's LhsLayout::Scaled) or
+// as GGUF stores them (LhsLayout::Blocks), with AVX2, bit-identical to quant::quantize_row (d = absmax / 127 rounded to fp16, q = round-half-away-from-zero(x * (1/d)),
 // Q8_1's s = fp16(float(sum q) * d); source: ggml's quantize_row_q8_0_ref / q8_1_ref). Included by
 // the avx2 tier translation unit only; everything here has internal linkage.
 #pragma once
@@ -38,6 +38,34 @@ inline int hsum(__m256i v) {
     return _mm_cvtsi128_si32(s);
 }
 
+/// One 32-element block quantized as quant::quantize_row does: its 32 int8 quants in element
+/// order, d (fp16-rounded, as a float) and the sum of the quants.
+struct Q8Block {
+    __m256i q;
+    float d;
+    int sum;
+};
+
+inline Q8Block quantize_q8_block(const float* x) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 v[4];
+    for (int j = 0; j < 4; ++j) v[j] = _mm256_loadu_ps(x + 8 * j);
+    const __m256 amax = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v[0]), _mm256_andnot_ps(sign, v[1])),
+                                      _mm256_max_ps(_mm256_andnot_ps(sign, v[2]), _mm256_andnot_ps(sign, v[3])));
+    const float d = hmax(amax) / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    __m256i q[4];
+    for (int j = 0; j < 4; ++j) q[j] = _mm256_cvttps_epi32(round_half_away(_mm256_mul_ps(v[j], _mm256_set1_ps(id))));
+    Q8Block b;
+    b.d = d;
+    b.sum = hsum(_mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3])));
+    // the packs work per 128-bit lane: dword 4l + j of their result holds quants 4l .. 4l+3 of
+    // q[j] (l = lane); the permutation restores element order
+    const __m256i bytes = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+    b.q = _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    return b;
+}
+
 /// Quantizes m rows of k floats (row i at x + i * x_stride bytes; k % 32 == 0) into scaled
 /// blocks (LhsLayout::Scaled of kernel.hpp; row i at dst + i * k / 32 * 40): the quants and d of
 /// Q8_0 / Q8_1 blocks, and the aux of kCorr (quant_traits.hpp's kScaledCorr): 0 -> Q8_1's
@@ -45,34 +73,45 @@ inline int hsum(__m256i v) {
 template <int kCorr>
 void quantize_q8_scaled(const float* x, size_t x_stride, uint8_t* dst, int64_t m, int64_t k) {
     const int64_t nb = k / 32;
-    const __m256 sign = _mm256_set1_ps(-0.0f);
     for (int64_t i = 0; i < m; ++i) {
         const float* row = reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(x) + i * x_stride);
         for (int64_t b = 0; b < nb; ++b) {
             uint8_t* out = dst + (i * nb + b) * 40;
-            __m256 v[4];
-            for (int j = 0; j < 4; ++j) v[j] = _mm256_loadu_ps(row + 32 * b + 8 * j);
-            const __m256 amax = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v[0]), _mm256_andnot_ps(sign, v[1])),
-                                              _mm256_max_ps(_mm256_andnot_ps(sign, v[2]), _mm256_andnot_ps(sign, v[3])));
-            const float d = hmax(amax) / 127.0f;
-            const float id = d != 0.0f ? 1.0f / d : 0.0f;
-            __m256i q[4];
-            for (int j = 0; j < 4; ++j) q[j] = _mm256_cvttps_epi32(round_half_away(_mm256_mul_ps(v[j], _mm256_set1_ps(id))));
-            const float dh = _cvtsh_ss(to_half(d));
+            const Q8Block q = quantize_q8_block(row + 32 * b);
+            const float dh = _cvtsh_ss(to_half(q.d));
             std::memcpy(out + 32, &dh, 4);
-            const int sum = hsum(_mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3])));
             if constexpr (kCorr == 0) {
-                const float s = _cvtsh_ss(to_half(static_cast<float>(sum) * d));
+                const float s = _cvtsh_ss(to_half(static_cast<float>(q.sum) * q.d));
                 std::memcpy(out + 36, &s, 4);
             } else {
-                const int32_t c = -kCorr * sum;
+                const int32_t c = -kCorr * q.sum;
                 std::memcpy(out + 36, &c, 4);
             }
-            // the packs work per 128-bit lane: dword 4l + j of their result holds quants
-            // 4l .. 4l+3 of q[j] (l = lane); the permutation restores element order
-            const __m256i bytes = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
-            const __m256i ordered = _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), ordered);
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), q.q);
+        }
+    }
+}
+
+/// Quantizes m rows of k floats (row i at x + i * x_stride bytes; k % 32 == 0) into GGUF Q8_0
+/// blocks (fp16 d, 32 int8 quants; 34 bytes) or, with kQ81, Q8_1 blocks (fp16 d, fp16 s, quants;
+/// 36 bytes), one row after another at dst (LhsLayout::Blocks).
+template <bool kQ81>
+void quantize_q8_rows(const float* x, size_t x_stride, uint8_t* dst, int64_t m, int64_t k) {
+    constexpr int64_t kHead = kQ81 ? 4 : 2;
+    constexpr int64_t kBlockBytes = kHead + 32;
+    const int64_t nb = k / 32;
+    for (int64_t i = 0; i < m; ++i) {
+        const float* row = reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(x) + i * x_stride);
+        uint8_t* out = dst + i * nb * kBlockBytes;
+        for (int64_t b = 0; b < nb; ++b, out += kBlockBytes) {
+            const Q8Block q = quantize_q8_block(row + 32 * b);
+            const uint16_t dh = to_half(q.d);
+            std::memcpy(out, &dh, 2);
+            if constexpr (kQ81) {
+                const uint16_t sh = to_half(static_cast<float>(q.sum) * q.d);
+                std::memcpy(out + 2, &sh, 2);
+            }
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + kHead), q.q);
         }
     }
 }

@@ -28,9 +28,9 @@ std::string kernel_report(const CpuFeatures& usable_f, const CpuFeatures& detect
         DType t;
         bool required;
     };
-    const Type types[] = {{DType::Q4_0, true},    {DType::Q4_1, true},  {DType::Q8_0, true}, {DType::F16, true},
-                          {DType::IQ4_NL, false}, {DType::MXFP4, false}, {DType::Q4_K, false}, {DType::Q6_K, false},
-                          {DType::F32, false}};
+    const Type types[] = {{DType::Q4_0, true},   {DType::Q4_1, true},   {DType::Q5_0, true},  {DType::Q8_0, true},
+                          {DType::F16, true},    {DType::IQ4_NL, false}, {DType::MXFP4, false}, {DType::Q4_K, false},
+                          {DType::Q5_K, false}, {DType::Q6_K, false}, {DType::F32, false}};
     std::string out = line("packed kernels (CPU_PACKED), usable tier %s, %d thread(s), matrix-unit cap %s\n",
                            tier_name(best_tier(usable_f)), threads, cap ? std::to_string(cap).c_str() : "none");
     for (const Type& ty : types) {
