@@ -35,8 +35,8 @@ namespace tessel::cpu {
 namespace {
 
 constexpr int kLanes = 16;         // query rows per block (one vector of row lanes)
-constexpr int64_t kTile = 32;      // keys per tile (two 16-key GEMM steps)
-constexpr int64_t kMinRows = 8;    // fewer rows per head group (G·T): the AVX2 kernel runs
+constexpr int64_t kTile = 16;      // keys per tile (one GEMM step; 16 beat 32 on Zen 4: L1 footprint)
+constexpr int64_t kMinRows = 16;   // fewer rows per head group (G·T): the AVX2 kernel runs
 constexpr int64_t kMaxDim = 256;   // largest D and Dv (the GEMM's row stride is a template)
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
@@ -154,15 +154,17 @@ bool fa_supports(const Tensor& dst) {
 /// One thread's scratch (floats; D16, V16: D and Dv rounded up to 16): the block's transposed
 /// queries qt [D16][16] and accumulators ot [V16][16], scores / probabilities st and mask mt
 /// [kTile][16], a row-major staging area [16][max(D16, V16, kTile)] for the transposes, and the
-/// K and V tiles [kTile][D16], [kTile][V16].
+/// K and V tiles [kTile][D16], [kTile][V16]; then one TileMask byte per tile of keys.
 struct Scratch {
     float *qt, *ot, *st, *mt, *rows, *ktile, *vtile;
+    uint8_t* tiles;
 
     static int64_t staging(int64_t D16, int64_t V16) { return std::max(std::max(D16, V16), kTile); }
     static size_t bytes(const Tensor& dst) {
         const int64_t D16 = round16(dst.src[0]->ne[0]), V16 = round16(dst.ne[0]);
         const int64_t floats = kLanes * (D16 + V16 + 2 * kTile + staging(D16, V16)) + kTile * (D16 + V16);
-        return (static_cast<size_t>(floats) * sizeof(float) + 63) / 64 * 64;
+        const int64_t tiles = (dst.src[1]->ne[1] + kTile - 1) / kTile;
+        return (static_cast<size_t>(floats) * sizeof(float) + static_cast<size_t>(tiles) + 63) / 64 * 64;
     }
     Scratch(void* base, int64_t D16, int64_t V16) {
         qt = static_cast<float*>(base);
@@ -172,6 +174,7 @@ struct Scratch {
         rows = mt + kLanes * kTile;
         ktile = rows + kLanes * staging(D16, V16);
         vtile = ktile + kTile * D16;
+        tiles = reinterpret_cast<uint8_t*>(vtile + kTile * V16);
     }
 };
 
@@ -225,11 +228,14 @@ void load_tile(const Tensor& t, int64_t h, int64_t b, int64_t j0, int64_t n, flo
 template <int kStride>
 void scores16(const float* qt, const float* kt, int64_t D, float* st) {
     __m512 acc[16];
-    for (__m512& a : acc) a = _mm512_setzero_ps();
+#pragma GCC unroll 16
+    for (int u = 0; u < 16; ++u) acc[u] = _mm512_setzero_ps();
     for (int64_t d = 0; d < D; ++d) {
         const __m512 q = _mm512_loadu_ps(qt + d * kLanes);
+#pragma GCC unroll 16
         for (int u = 0; u < 16; ++u) acc[u] = _mm512_fmadd_ps(_mm512_set1_ps(kt[u * kStride + d]), q, acc[u]);
     }
+#pragma GCC unroll 16
     for (int u = 0; u < 16; ++u) _mm512_storeu_ps(st + u * kLanes, acc[u]);
 }
 
@@ -259,8 +265,9 @@ void accumulate(float* ot, const float* vt, int64_t stride, const float* pt, int
 
 // ---- the kernel ---------------------------------------------------------------------------------
 
-/// What a tile's mask asks of a block.
-enum class TileMask { Skip, None, Apply };
+/// What a tile's mask asks of a block: bits of whether some entry is not -inf (else the tile is
+/// skipped) and whether some entry is not 0 (else the mask is left out).
+enum TileMask : uint8_t { kSkip = 0, kLive = 1, kNonZero = 2 };
 
 struct Attention {
     const Tensor &q, &k, &v, *mask, *sinks;
@@ -277,6 +284,7 @@ struct Attention {
     int64_t items() const { return B * (H / G) * blocks; }
 
     /// The block's rows: lane i is row blk·16 + i of its head group (head-fastest, then token).
+    /// Items run head group fastest, so successive items read the same mask rows.
     struct Block {
         int n;  // rows (lanes in use)
         int64_t b, t[kLanes], h[kLanes];
@@ -285,7 +293,7 @@ struct Attention {
 
     Block block(int64_t item) const {
         Block blk{};
-        const int64_t r0 = item % blocks * kLanes, hg = item / blocks % (H / G);
+        const int64_t hg = item % (H / G), r0 = item / (H / G) % blocks * kLanes;
         blk.b = item / (blocks * (H / G));
         blk.n = static_cast<int>(std::min<int64_t>(kLanes, G * T - r0));
         for (int i = 0; i < blk.n; ++i) {
@@ -302,35 +310,41 @@ struct Attention {
         return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(first(n), p + 2 * j0));
     }
 
-    /// Classifies the mask of keys j0 .. j0+n for the block; for Apply, mt [kTile][16] gets it
-    /// transposed (-inf in unused lanes).
-    TileMask tile_mask(const Scratch& w, const Block& blk, int64_t j0, int64_t n) const {
-        if (!mask) return TileMask::None;
+    /// w.tiles[c] for every tile c of keys: one pass over each distinct mask row of the block
+    /// (GQA heads of one token share it).
+    void classify_tiles(const Scratch& w, const Block& blk) const {
+        const int64_t tiles = (KV + kTile - 1) / kTile;
+        std::fill(w.tiles, w.tiles + tiles, mask ? uint8_t{kSkip} : uint8_t{kLive});
+        if (!mask) return;
         const __m512 neg_inf = _mm512_set1_ps(kNegInf);
-        bool all_dead = true, all_zero = true;
+        for (int i = 0; i < blk.n; ++i) {
+            if (i > 0 && blk.mask[i] == blk.mask[i - 1]) continue;
+            for (int64_t j = 0; j < KV; j += 16) {
+                const int64_t m = std::min<int64_t>(16, KV - j);
+                const __m512 x = mask16(blk.mask[i], j, m);
+                const __mmask16 valid = first(m);
+                uint8_t c = 0;
+                if ((_mm512_cmp_ps_mask(x, neg_inf, _CMP_EQ_OQ) & valid) != valid) c |= kLive;
+                if ((_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_EQ_OQ) & valid) != valid) c |= kNonZero;
+                w.tiles[j / kTile] |= c;
+            }
+        }
+    }
+
+    /// The mask of keys j0 .. j0+n transposed into mt [kTile][16] (-inf in unused lanes).
+    void transpose_mask(const Scratch& w, const Block& blk, int64_t j0, int64_t n) const {
         for (int i = 0; i < kLanes; ++i) {
             float* row = w.rows + i * kTile;
             if (i >= blk.n) {
                 std::fill(row, row + kTile, kNegInf);
-                continue;
-            }
-            if (i > 0 && blk.mask[i] == blk.mask[i - 1]) {  // GQA heads of one token share the row
+            } else if (i > 0 && blk.mask[i] == blk.mask[i - 1]) {
                 std::copy(row - kTile, row, row);
-                continue;
-            }
-            for (int64_t h = 0; h < kTile; h += 16) {
-                const int64_t m = std::max<int64_t>(0, std::min<int64_t>(16, n - h));
-                const __m512 x = mask16(blk.mask[i], j0 + h, m);
-                const __mmask16 valid = first(m);
-                all_dead = all_dead && (_mm512_cmp_ps_mask(x, neg_inf, _CMP_EQ_OQ) & valid) == valid;
-                all_zero = all_zero && (_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_EQ_OQ) & valid) == valid;
-                _mm512_storeu_ps(row + h, x);
+            } else {
+                for (int64_t h = 0; h < kTile; h += 16)
+                    _mm512_storeu_ps(row + h, mask16(blk.mask[i], j0 + h, std::max<int64_t>(0, std::min<int64_t>(16, n - h))));
             }
         }
-        if (all_dead) return TileMask::Skip;
-        if (all_zero) return TileMask::None;
         for (int64_t h = 0; h < kTile; h += 16) transpose16(w.rows + h, kTile, w.mt + h * kLanes, kLanes);
-        return TileMask::Apply;
     }
 
     /// The output rows of one work item.
@@ -353,10 +367,13 @@ struct Attention {
 
         const __m512 neg_inf = _mm512_set1_ps(kNegInf), slope_v = _mm512_load_ps(slope), sink_v = _mm512_load_ps(sink);
         __m512 m = sink_v, l = _mm512_setzero_ps();
+        classify_tiles(w, blk);
         for (int64_t j0 = 0; j0 < KV; j0 += kTile) {
             const int64_t nk = std::min(kTile, KV - j0);
-            const TileMask tm = tile_mask(w, blk, j0, nk);
-            if (tm == TileMask::Skip) continue;
+            const uint8_t tm = w.tiles[j0 / kTile];
+            if (!(tm & kLive)) continue;
+            const bool apply_mask = tm & kNonZero;
+            if (apply_mask) transpose_mask(w, blk, j0, nk);
             load_tile(k, hk, bk, j0, nk, w.ktile);
             for (int64_t s = 0; s < nk; s += 16)
                 scores16_by_stride(D16, w.qt, w.ktile + s * D16, D, w.st + s * kLanes,
@@ -369,7 +386,7 @@ struct Attention {
                     const __m512 cap = _mm512_set1_ps(softcap);
                     s = _mm512_mul_ps(cap, tanh16(_mm512_div_ps(s, cap)));
                 }
-                if (tm == TileMask::Apply) {
+                if (apply_mask) {
                     const __m512 mj = _mm512_loadu_ps(w.mt + j * kLanes);
                     s = _mm512_mask_mov_ps(_mm512_fmadd_ps(slope_v, mj, s), _mm512_cmp_ps_mask(mj, neg_inf, _CMP_EQ_OQ), neg_inf);
                 }

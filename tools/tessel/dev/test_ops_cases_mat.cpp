@@ -269,6 +269,13 @@ void add_attention_cases(std::vector<Case>& out) {
         {"gqa=1 T=19", F16, F16, F16, 64, 64, 19, 2, 2, 45, 1, 1, 1, false, true, false, 0.0f, 0.0f, true},
         {"gqa=3 D=128", F16, F16, F16, 128, 128, 11, 6, 2, 70, 1, 1, 1, true, true, false, 0.0f, 0.0f, true},
         {"decode gqa=8", F16, F16, F16, 128, 128, 1, 16, 2, 100, 1, 1, 1, false, false, false, 0.0f, 0.0f, false},
+        {"decode gqa=16", F16, F16, F16, 64, 64, 1, 16, 1, 100, 1, 1, 1, false, false, false, 0.0f, 0.0f, false},
+        // the variants above at T = 16 (a full block of 16 query rows or more per head group)
+        {"q4_0 kv T=16", Q4, Q4, F16, 64, 64, 16, 2, 1, 40, 1, 1, 1, false, false, false, 0.0f, 0.0f, false},
+        {"odd D T=16", F16, F16, F32, 36, 20, 16, 4, 2, 27, 1, 2, 1, false, false, false, 0.0f, 0.0f, false},
+        {"softcap T=16", F16, F16, F16, 64, 64, 16, 4, 4, 37, 1, 1, 1, false, false, false, 0.0f, 30.0f, false},
+        {"alibi T=16 sinks", F16, F16, F16, 64, 64, 16, 6, 3, 50, 1, 6, 1, true, false, false, 4.0f, 0.0f, false},
+        {"q permuted T=16", F16, F16, F16, 64, 64, 16, 4, 2, 37, 1, 1, 1, false, false, true, 0.0f, 0.0f, false},
     };
     for (const FaVariant& v : fa) {
         out.push_back(make(Op::FLASH_ATTN_EXT, v.name, [v](Maker& m) {
@@ -308,13 +315,17 @@ void add_attention_cases(std::vector<Case>& out) {
     }
     // scores with a spread of several units (peaked softmax, the running maximum moves), plain
     // and soft-capped into tanh's saturation
-    for (float softcap : {0.0f, 5.0f}) {
-        out.push_back(make(Op::FLASH_ATTN_EXT, softcap == 0.0f ? "wide logits" : "wide logits softcap", [softcap](Maker& m) {
-            Tensor* q = m.input(DType::F32, {64, 4, 4}, -8.0f, 8.0f);
-            Tensor* mask = m.mask(DType::F16, {100, 4, 1, 1}, 0.2f);
-            return build::flash_attn_ext(m.g(), q, m.input(DType::Q8_0, {64, 100, 2}), m.input(DType::F16, {64, 100, 2}),
-                                         mask, 0.125f, 0.0f, softcap);
-        }, false, kMatNmse));
+    for (int64_t T : {4, 16}) {
+        for (float softcap : {0.0f, 5.0f}) {
+            std::string name = softcap == 0.0f ? "wide logits" : "wide logits softcap";
+            if (T != 4) name += " T=" + std::to_string(T);
+            out.push_back(make(Op::FLASH_ATTN_EXT, name, [softcap, T](Maker& m) {
+                Tensor* q = m.input(DType::F32, {64, T, 4}, -8.0f, 8.0f);
+                Tensor* mask = m.mask(DType::F16, {100, T, 1, 1}, 0.2f);
+                return build::flash_attn_ext(m.g(), q, m.input(DType::Q8_0, {64, 100, 2}),
+                                             m.input(DType::F16, {64, 100, 2}), mask, 0.125f, 0.0f, softcap);
+            }, false, kMatNmse));
+        }
     }
 }
 
