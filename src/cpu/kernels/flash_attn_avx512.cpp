@@ -4,22 +4,24 @@
 // (flash_attn_avx2.cpp) and the reference (cpu/ref/flash_attn.cpp); head dims up to 256.
 //
 // Tiled: a work item is a block of up to 16 query rows that share their K and V heads (the GQA
-// heads of a group, head-fastest, then token) against the whole KV length, in tiles of 32 keys.
+// heads of a group, head-fastest, then token) against the whole KV length, in tiles of 16 keys.
 // The block's queries sit transposed in lanes (qt[d] = 16 rows' element d), so every step is
 // vertical: per tile the K rows are converted to float once (vcvtph2ps, or d·q for Q8_0 / Q4_0,
 // the reference's values) and S^T = K·Q^T is a register-blocked GEMM (16 keys × 16 rows in 16
 // accumulators, K elements broadcast); scale, softcap, slope·mask; the online softmax keeps a
 // running maximum m and sum l per row lane and rescales the accumulator O^T [Dv][16] by
 // e^(m_old - m) when m grows; O^T += V^T·P^T broadcasts V elements against the probability
-// lanes. A tile whose mask is -inf for every row of the block is skipped before any conversion
-// (for a causal prompt, the upper triangle); a tile whose mask is all zeros skips the mask. The
-// sink adds e^(sink - m) to l at the end; a row whose scores are all -inf gets zeros.
+// lanes. Before the tiles, one pass over each distinct mask row of the block classifies every
+// tile: -inf for every row (skipped before any conversion: a causal prompt's upper triangle),
+// all zeros (no mask added), or mixed (its mask is transposed into lanes). The sink adds
+// e^(sink - m) to l at the end; a row whose scores are all -inf gets zeros.
 //
-// Work items (batch, head group, row block) come from the pool's chunk counter, heaviest (last)
-// blocks first; each output row is computed by one item, so the result does not depend on the
-// thread count. Blocks of fewer than kMinRows rows (decode with few GQA heads) waste most lanes:
-// supports() declines them and the AVX2 kernel runs. Arithmetic is float (the test-ops bound for
-// this op is NMSE 5e-4).
+// Work items (batch, row block, head group; head groups fastest so successive items share mask
+// rows) come from the pool's chunk counter, heaviest (last) blocks first; each output row is
+// computed by one item, so the result does not depend on the thread count. Head groups of fewer
+// than 16 rows (G·T: decode steps) would leave lanes idle; supports() declines them and the AVX2
+// kernel runs (at 8 rows, a GQA-8 decode, it was the faster on Zen 4). Arithmetic is float (the
+// test-ops bound for this op is NMSE 5e-4).
 #include "cpu/kernels/avx512_intrinsics.hpp"  // first: <immintrin.h> without g++ 12's false warnings
 
 #include <algorithm>
