@@ -22,6 +22,8 @@ inline constexpr size_t kKernelStreamBytes = size_t{1} << 30;
 
 /// MUL_MAT per weight type, shape, batch M and thread count (mul_mat_bench.cpp).
 void register_mul_mat_benchmarks();
+/// FLASH_ATTN_EXT per fast attention kernel, shape and thread count (flash_attn_bench.cpp).
+void register_flash_attn_benchmarks();
 /// Memory read and copy bandwidth per buffer size and thread count (bandwidth_bench.cpp).
 void register_bandwidth_benchmarks();
 /// Packed micro-kernels, called directly on one thread, per kernel, shape and M (packed_bench.cpp).

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
         benchmark::AddCustomContext("tessel_cpu_tier", tier);
         benchmark::AddCustomContext("tessel_cpu", tessel::cpu::cpu_device().description());
         tessel::bench::register_mul_mat_benchmarks();
+        tessel::bench::register_flash_attn_benchmarks();
         tessel::bench::register_bandwidth_benchmarks();
         tessel::bench::register_int8_peak_benchmarks();
         tessel::bench::register_packed_benchmarks();

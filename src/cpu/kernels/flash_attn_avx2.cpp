@@ -1,5 +1,7 @@
 // FLASH_ATTN_EXT with F32 queries and F32 / F16 / Q8_0 / Q4_0 keys and values, AVX2 (compiled with
-// -mavx2 -mfma -mf16c; selected only when the usable CPU features include the avx2 tier).
+// -mavx2 -mfma -mf16c; selected only when the usable CPU features include the avx2 tier). Where
+// the avx512 tier is usable, the tiled kernel (flash_attn_avx512.cpp) takes the shapes with at
+// least 16 query rows per GQA head group and this one runs the rest (decode steps).
 // Semantics as the reference (cpu/ref/flash_attn.cpp): scale, logit softcap, F16/F32 mask
 // broadcast over heads and batches, ALiBi slopes (cpu/ref's alibi_slope), sinks, grouped-query
 // K/V heads; a query whose scores are all -inf gets a zero row.

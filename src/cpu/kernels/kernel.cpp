@@ -12,6 +12,7 @@ const std::vector<const FastKernel*>& all_kernels() {
 #if defined(__x86_64__)
         for (const FastKernel& k : kAvx512VnniMulMatKernels) t.push_back(&k);
         for (const FastKernel& k : kAvx512FloatMulMatKernels) t.push_back(&k);
+        for (const FastKernel& k : kAvx512FlashAttnKernels) t.push_back(&k);
         for (const FastKernel& k : kAvx2MulMatKernels) t.push_back(&k);
         for (const FastKernel& k : kAvx2KquantMulMatKernels) t.push_back(&k);
         for (const FastKernel& k : kAvx2RowKernels) t.push_back(&k);

@@ -73,6 +73,7 @@ const FastKernel* select_kernel(const Tensor& dst, const CpuFeatures& f);
 /// their kernels win where usable.
 extern const std::span<const FastKernel> kAvx512VnniMulMatKernels;  ///< mul_mat_avx512vnni.cpp (MUL_MAT, MUL_MAT_ID)
 extern const std::span<const FastKernel> kAvx512FloatMulMatKernels;  ///< mul_mat_float_avx512.cpp
+extern const std::span<const FastKernel> kAvx512FlashAttnKernels;  ///< flash_attn_avx512.cpp
 extern const std::span<const FastKernel> kAvx2MulMatKernels;  ///< mul_mat_avx2.cpp (MUL_MAT, MUL_MAT_ID)
 extern const std::span<const FastKernel> kAvx2RowKernels;  ///< rows_avx2.cpp
 extern const std::span<const FastKernel> kAvx2ActivationKernels;  ///< activations_avx2.cpp

@@ -33,6 +33,8 @@ enum class Fill : uint8_t {
     Positions,  ///< ROPE positions: integers uniform in [0, n)
     Mask,       ///< floats uniform in [-1, 1), each -inf with probability p_inf; rows listed
                 ///< in inf_rows are all -inf
+    Causal,     ///< a causal attention mask: entry (j, i1) is 0 for key j <= past + i1, else
+                ///< -inf (a prompt after `past` cached tokens); rows in inf_rows are all -inf
     Q8Grid,     ///< integers uniform in [-127, 127], each run of 32 along ne[0] holding a ±127:
                 ///< quantizing them to Q8_0 is lossless (scale 1)
 };
@@ -46,7 +48,8 @@ struct LeafSpec {
     bool distinct = false;        ///< Ids: distinct within each run of ne[0]
     int64_t invalid_every = 0;    ///< Ids: every k-th id is -1 (out of range) when > 0
     float p_inf = 0.0f;           ///< Mask: probability of -inf
-    std::vector<int64_t> inf_rows;  ///< Mask: rows (i1 of the first 2-D slice) made all -inf
+    int64_t past = 0;             ///< Causal: keys before the first query
+    std::vector<int64_t> inf_rows;  ///< Mask, Causal: rows (i1 of the first 2-D slice) made all -inf
     bool weight = false;          ///< placed in each weight buffer type (src0 of MUL_MAT, ...)
 };
 
@@ -75,6 +78,8 @@ public:
     Tensor* positions(int64_t n_tokens);
     /// Attention mask with -inf entries (probability p_inf) and all -inf rows.
     Tensor* mask(DType t, std::initializer_list<int64_t> ne, float p_inf, std::vector<int64_t> inf_rows = {});
+    /// Causal attention mask [KV, T, ...] (Fill::Causal): query row i1 sees keys 0 .. past + i1.
+    Tensor* causal_mask(DType t, std::initializer_list<int64_t> ne, int64_t past, std::vector<int64_t> inf_rows = {});
 
 private:
     Tensor* leaf(DType t, std::initializer_list<int64_t> ne);

@@ -90,6 +90,15 @@ Tensor* Maker::mask(DType t, std::initializer_list<int64_t> ne, float p_inf, std
     return x;
 }
 
+Tensor* Maker::causal_mask(DType t, std::initializer_list<int64_t> ne, int64_t past, std::vector<int64_t> inf_rows) {
+    Tensor* x = leaf(t, ne);
+    LeafSpec& s = leaves_.back();
+    s.fill = Fill::Causal;
+    s.past = past;
+    s.inf_rows = std::move(inf_rows);
+    return x;
+}
+
 // ---- data movement -------------------------------------------------------------------------
 
 namespace {

@@ -265,6 +265,17 @@ void add_attention_cases(std::vector<Case>& out) {
         {"T=32", F16, F16, F16, 128, 128, 32, 4, 2, 131, 1, 1, 1, false, false, false, 0.0f, 0.0f, false},
         {"large", F16, F16, F16, 128, 128, 19, 8, 2, 300, 1, 1, 1, true, false, false, 0.0f, 0.0f, false},
         {"large decode", Q8, Q8, F16, 128, 128, 1, 8, 2, 513, 2, 1, 1, false, false, false, 0.0f, 0.0f, false},
+        // blocks of query rows (GQA heads × tokens) not a multiple of 16, KV not of 32
+        {"gqa=1 T=19", F16, F16, F16, 64, 64, 19, 2, 2, 45, 1, 1, 1, false, true, false, 0.0f, 0.0f, true},
+        {"gqa=3 D=128", F16, F16, F16, 128, 128, 11, 6, 2, 70, 1, 1, 1, true, true, false, 0.0f, 0.0f, true},
+        {"decode gqa=8", F16, F16, F16, 128, 128, 1, 16, 2, 100, 1, 1, 1, false, false, false, 0.0f, 0.0f, false},
+        {"decode gqa=16", F16, F16, F16, 64, 64, 1, 16, 1, 100, 1, 1, 1, false, false, false, 0.0f, 0.0f, false},
+        // the variants above at T = 16 (a full block of 16 query rows or more per head group)
+        {"q4_0 kv T=16", Q4, Q4, F16, 64, 64, 16, 2, 1, 40, 1, 1, 1, false, false, false, 0.0f, 0.0f, false},
+        {"odd D T=16", F16, F16, F32, 36, 20, 16, 4, 2, 27, 1, 2, 1, false, false, false, 0.0f, 0.0f, false},
+        {"softcap T=16", F16, F16, F16, 64, 64, 16, 4, 4, 37, 1, 1, 1, false, false, false, 0.0f, 30.0f, false},
+        {"alibi T=16 sinks", F16, F16, F16, 64, 64, 16, 6, 3, 50, 1, 6, 1, true, false, false, 4.0f, 0.0f, false},
+        {"q permuted T=16", F16, F16, F16, 64, 64, 16, 4, 2, 37, 1, 1, 1, false, false, true, 0.0f, 0.0f, false},
     };
     for (const FaVariant& v : fa) {
         out.push_back(make(Op::FLASH_ATTN_EXT, v.name, [v](Maker& m) {
@@ -279,15 +290,42 @@ void add_attention_cases(std::vector<Case>& out) {
             return build::flash_attn_ext(m.g(), q, k, val, mask, scale, v.max_bias, v.softcap, sinks);
         }, v.core, kMatNmse));
     }
+    // causal masks (0 or -inf, as a model's): whole tiles of keys masked for every query of a
+    // block, tiles without a mask, and the diagonal; with an all -inf row
+    struct FaCausal {
+        const char* name;
+        DType kv;
+        int64_t D, T, H, H_kv, KV, past;
+        bool core;
+    };
+    const FaCausal causal[] = {
+        {"causal gqa=3 D=64", F16, 64, 37, 9, 3, 75, 38, true},
+        {"causal gqa=1 D=128", F16, 128, 45, 4, 4, 77, 32, true},
+        {"causal prompt gqa=3", F16, 64, 70, 9, 3, 96, 0, false},
+        {"causal q8_0 D=128", Q8, 128, 21, 6, 2, 53, 32, false},
+    };
+    for (const FaCausal& v : causal) {
+        out.push_back(make(Op::FLASH_ATTN_EXT, v.name, [v](Maker& m) {
+            Tensor* q = m.input(DType::F32, {v.D, v.T, v.H});
+            Tensor* mask = m.causal_mask(DType::F16, {v.KV, v.T}, v.past, {v.T / 2});
+            const float scale = 1.0f / std::sqrt(static_cast<float>(v.D));
+            return build::flash_attn_ext(m.g(), q, m.input(v.kv, {v.D, v.KV, v.H_kv}), m.input(v.kv, {v.D, v.KV, v.H_kv}),
+                                         mask, scale);
+        }, v.core, kMatNmse));
+    }
     // scores with a spread of several units (peaked softmax, the running maximum moves), plain
     // and soft-capped into tanh's saturation
-    for (float softcap : {0.0f, 5.0f}) {
-        out.push_back(make(Op::FLASH_ATTN_EXT, softcap == 0.0f ? "wide logits" : "wide logits softcap", [softcap](Maker& m) {
-            Tensor* q = m.input(DType::F32, {64, 4, 4}, -8.0f, 8.0f);
-            Tensor* mask = m.mask(DType::F16, {100, 4, 1, 1}, 0.2f);
-            return build::flash_attn_ext(m.g(), q, m.input(DType::Q8_0, {64, 100, 2}), m.input(DType::F16, {64, 100, 2}),
-                                         mask, 0.125f, 0.0f, softcap);
-        }, false, kMatNmse));
+    for (int64_t T : {4, 16}) {
+        for (float softcap : {0.0f, 5.0f}) {
+            std::string name = softcap == 0.0f ? "wide logits" : "wide logits softcap";
+            if (T != 4) name += " T=" + std::to_string(T);
+            out.push_back(make(Op::FLASH_ATTN_EXT, name, [softcap, T](Maker& m) {
+                Tensor* q = m.input(DType::F32, {64, T, 4}, -8.0f, 8.0f);
+                Tensor* mask = m.mask(DType::F16, {100, T, 1, 1}, 0.2f);
+                return build::flash_attn_ext(m.g(), q, m.input(DType::Q8_0, {64, 100, 2}),
+                                             m.input(DType::F16, {64, 100, 2}), mask, 0.125f, 0.0f, softcap);
+            }, false, kMatNmse));
+        }
     }
 }
 

@@ -159,6 +159,16 @@ std::vector<std::vector<uint8_t>> make_data(const Instance& inst, uint32_t seed)
                 data.push_back(encode(t, f));
                 break;
             }
+            case Fill::Causal: {
+                std::vector<float> f(static_cast<size_t>(n));
+                for (int64_t i = 0; i < n; ++i) {
+                    const int64_t j = i % t.ne[0], i1 = i / t.ne[0] % t.ne[1];
+                    const bool row_inf = std::find(s.inf_rows.begin(), s.inf_rows.end(), i1) != s.inf_rows.end();
+                    f[static_cast<size_t>(i)] = row_inf || j > s.past + i1 ? -std::numeric_limits<float>::infinity() : 0.0f;
+                }
+                data.push_back(encode(t, f));
+                break;
+            }
         }
     }
     return data;
