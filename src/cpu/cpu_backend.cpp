@@ -94,6 +94,8 @@ private:
     struct Cached {
         uint64_t uid = 0;   ///< 0: empty
         uint64_t used = 0;  ///< use_clock_ at the last use
+        size_t n_nodes = 0;            ///< the graph's nodes (views included), a check of the uid's promise
+        const Tensor* first = nullptr;  ///< and its first node
         GraphPlan plan;
     };
 
@@ -117,6 +119,9 @@ private:
         Cached* victim = &cache_[0];
         for (Cached& c : cache_) {
             if (c.uid == graph_uid) {
+                if (c.n_nodes != nodes.size() || (!nodes.empty() && c.first != nodes.front()))
+                    throw Error(ErrorCode::InvalidArgument, "CPU backend: graph_uid " + std::to_string(graph_uid) +
+                                                                " was computed before with other nodes (Backend::graph_compute)");
                 c.used = use_clock_;
                 return c;
             }
@@ -126,6 +131,8 @@ private:
         plan_graph(nodes, pool_.size(), tuning_, victim->plan);
         victim->uid = graph_uid;
         victim->used = use_clock_;
+        victim->n_nodes = nodes.size();
+        victim->first = nodes.empty() ? nullptr : nodes.front();
         return *victim;
     }
 
