@@ -1,8 +1,9 @@
 // Decode steps allocate nothing and read no environment variable: after the prompt and the first
 // single-token step (which builds and plans the decode graph), each further step, from decode()
-// until its logits are read, makes no operator new call and no getenv call, on the CPU backend with
-// 1 and 2 threads. This executable replaces the global operator new/delete and getenv to count
-// them while a step runs (every thread's calls count: the pool's workers too).
+// until its logits are read, makes no operator new call and no getenv call, on the CPU backend
+// with 1 and 2 threads (and 2 threads without flash attention). This executable replaces the
+// global operator new/delete and getenv to count them while a step runs (every thread's calls
+// count: the pool's workers too).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -111,12 +112,13 @@ TEST(DecodeAllocations, CountersSeeNewAndGetenv) {
 }
 
 // Greedy decoding of a prompt, step 1, then steps 2..8 counted; returns the 9 generated tokens.
-std::vector<int32_t> decode_counted(int n_threads) {
+std::vector<int32_t> decode_counted(int n_threads, FlashAttn fa) {
     std::vector<int32_t> generated;
     auto model = Model::load(test::smollm2_path().string(), "cpu");
     ContextParams params;
     params.n_ctx = 512;
     params.n_threads = n_threads;
+    params.flash_attn = fa;
     Context ctx(model, params);
     const std::vector<int32_t> prompt = model->tokenize("The capital of France is", true, false);
     std::vector<BatchToken> batch;
@@ -136,17 +138,19 @@ std::vector<int32_t> decode_counted(int n_threads) {
     for (int s = 2; s <= 8; ++s) {
         const Counts c = counted(step);
         generated.push_back(next);
-        EXPECT_EQ(c.news, 0) << "decode step " << s << " with " << n_threads << " thread(s): operator new calls";
-        EXPECT_EQ(c.getenvs, 0) << "decode step " << s << " with " << n_threads << " thread(s): getenv calls";
+        const char* attn = fa == FlashAttn::Off ? "attention" : "flash attention";
+        EXPECT_EQ(c.news, 0) << "decode step " << s << ", " << n_threads << " thread(s), " << attn << ": operator new calls";
+        EXPECT_EQ(c.getenvs, 0) << "decode step " << s << ", " << n_threads << " thread(s), " << attn << ": getenv calls";
     }
     return generated;
 }
 
 TEST(DecodeAllocations, StepsAfterTheFirstAllocateNothing) {
     TESSEL_REQUIRE_SMOLLM2();
-    const std::vector<int32_t> one = decode_counted(1);
-    const std::vector<int32_t> two = decode_counted(2);
+    const std::vector<int32_t> one = decode_counted(1, FlashAttn::On);
+    const std::vector<int32_t> two = decode_counted(2, FlashAttn::On);
     EXPECT_EQ(one, two);  // the thread count changes no token
+    decode_counted(2, FlashAttn::Off);
 }
 
 }  // namespace
