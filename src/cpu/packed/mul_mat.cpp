@@ -120,6 +120,14 @@ void pack_rows(const Kernel& k, const Tensor& x, int64_t begin, int64_t end, uin
     }
 }
 
+/// Columns per chunk for N columns on nth threads (a multiple of kGroupRows): `mult` groups
+/// (Tuning::chunk_mult) when non-zero, else about a quarter of a thread's share.
+int64_t chunk_columns(int64_t N, int nth, int64_t mult) {
+    const int64_t groups = (N + kGroupRows - 1) / kGroupRows;
+    if (mult == 0) mult = std::max<int64_t>(1, groups / (4 * static_cast<int64_t>(nth)));
+    return mult * kGroupRows;
+}
+
 /// MUL_MAT work layout: [run-time packed src0][per-thread row scratch][LHS: shared (main, then the
 /// fallback's when separate) or one private area per thread] + 64 bytes (kernels may read a vector
 /// past the last row's end).
@@ -352,12 +360,6 @@ std::string kernel_name(const Tensor& node, const NodePlan& plan) {
     const bool gemv = rows_per_matrix(node) == 1;
     auto name = [&](const Kernel* k) { return std::string(gemv ? k->gemv_name : k->name); };
     return plan.kernels.fallback ? name(plan.kernels.main) + "+" + name(plan.kernels.fallback) : name(plan.kernels.main);
-}
-
-int64_t chunk_columns(int64_t N, int nth, int64_t mult) {
-    const int64_t groups = (N + kGroupRows - 1) / kGroupRows;
-    if (mult == 0) mult = std::max<int64_t>(1, groups / (4 * static_cast<int64_t>(nth)));
-    return mult * kGroupRows;
 }
 
 }  // namespace tessel::cpu::packed

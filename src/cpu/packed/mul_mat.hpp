@@ -57,7 +57,7 @@ struct NodePlan {
     bool separate_lhs = false;             ///< hybrid: the fallback packs its own LHS
     bool private_lhs = false;              ///< <= 4 activation rows: each thread packs all of them itself
     const uint8_t* slot_main = nullptr;    ///< src0 in main's format; nullptr: packed at run time into work
-    const uint8_t* slot_fallback = nullptr;///< src0 in the fallback's format
+    const uint8_t* slot_fallback = nullptr;  ///< src0 in the fallback's format
     const Format* rows_format = nullptr;   ///< GET_ROWS: the slot rows are read from (work: a group per thread)
     int64_t cols = 0;                      ///< columns per chunk
     size_t work = 0;                       ///< work-buffer bytes
@@ -79,9 +79,5 @@ void run(Tensor& node, const NodePlan& plan, ThreadContext& ctx, void* work);
 /// The kernel(s) of the plan, e.g. "q4_0_q8_0_gemv_1x16_avx512vnni" or
 /// "q4_0_q8_0_gemm_16x16_amx+q4_0_q8_0_gemm_4x16_avx512vnni" (hybrid).
 std::string kernel_name(const Tensor& node, const NodePlan& plan);
-
-/// Columns per chunk for N columns on nth threads (a multiple of kGroupRows): `mult` groups
-/// (Tuning::chunk_mult) when non-zero, else about a quarter of a thread's share.
-int64_t chunk_columns(int64_t N, int nth, int64_t mult);
 
 }  // namespace tessel::cpu::packed
