@@ -207,7 +207,6 @@ void Scheduler::allocate(Graph& g) {
 
 void Scheduler::compute() {
     const bool mixed = std::any_of(splits_.begin(), splits_.end(), [&](const Split& s) { return s.backend != cpu_; });
-    std::vector<uint8_t> staging;
     for (size_t i = 0; i < splits_.size(); ++i) {
         Split& s = splits_[i];
         // While an accelerator computes, the CPU's workers sleep rather than spin.
@@ -216,9 +215,9 @@ void Scheduler::compute() {
         for (auto& [src, copy] : s.copies) {
             if (Backend* producer = backend_of(*src)) producer->synchronize();
             const size_t n = src->n_bytes();
-            staging.resize(n);
-            src->buffer->get_tensor(*src, staging.data(), 0, n);
-            copy->buffer->set_tensor(*copy, staging.data(), 0, n);
+            if (copy_bytes_.size() < n) copy_bytes_.resize(n);
+            src->buffer->get_tensor(*src, copy_bytes_.data(), 0, n);
+            copy->buffer->set_tensor(*copy, copy_bytes_.data(), 0, n);
         }
         s.backend->graph_compute(s.nodes, s.uid);
         s.backend->event_record(*events_[i]);

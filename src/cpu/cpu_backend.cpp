@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "core/cpu_features.hpp"
+#include "cpu/graph_plan.hpp"
 #include "cpu/kernels/kernel.hpp"
 #include "cpu/packed/buffer.hpp"
 #include "cpu/packed/kernel.hpp"
@@ -51,40 +53,30 @@ public:
     void synchronize() override {}
 };
 
+/// Runs each graph by its plan (graph_plan.hpp): planned on the first graph_compute of a uid and
+/// cached, so later calls do no kernel selection and no packed-path planning, and run the whole
+/// node list in one pool run.
 class CpuBackend final : public Backend {
 public:
-    CpuBackend(CpuDevice& dev, int n_threads) : dev_(dev), pool_(n_threads) {}
+    CpuBackend(CpuDevice& dev, int n_threads) : dev_(dev), pool_(n_threads), tuning_(packed::tuning_from_env()) {}
     Device& device() override { return dev_; }
-    void graph_compute(const std::vector<Tensor*>& nodes, uint64_t /*graph_uid: nothing cached*/ = 0) override {
-        const CpuFeatures& features = usable_cpu_features();
-        ran_.clear();
-        for (Tensor* node : nodes) {
-            if (op_is_view(node->op)) continue;
-            const bool solo = node_bytes(*node) < kSoloBytes;
-            if (packed::reads_packed(*node) || packed::packs_at_run_time(*node)) {
-                if (packed::reads_packed(*node) && !packed::supports_node(*node))
-                    throw Error(ErrorCode::Unsupported, std::string(op_name(node->op)) + " " + describe(*node) +
-                                                            " reads a CPU_PACKED weight in a form the packed path does not serve");
-                void* work = work_buffer(packed::work_size(*node, pool_.size()));
-                ran_.push_back({node, nullptr, true});
-                run(solo, [node, work](ThreadContext& ctx) { packed::run(*node, ctx, work); });
-            } else if (const FastKernel* k = select_kernel(*node, features)) {
-                void* work = work_buffer(k->work_size(*node, pool_.size()));
-                ran_.push_back({node, k, false});
-                run(solo, [node, k, work](ThreadContext& ctx) { k->run(*node, ctx, work); });
-            } else {
-                ran_.push_back({node, nullptr, false});
-                run(solo, [node](ThreadContext& ctx) { ref::compute(*node, ctx); });
-            }
-        }
+    void graph_compute(const std::vector<Tensor*>& nodes, uint64_t graph_uid = 0) override {
+        last_ = nullptr;  // until a plan exists: planning may throw
+        last_ = &plan_for(nodes, graph_uid);
+        void* work = work_buffer(last_->plan.work);
+        auto walk_all = [this, work](ThreadContext& ctx) {
+            walk(last_->plan, ctx, [work](const PlannedNode& n, ThreadContext& c) { run_node(n, c, work); });
+        };
+        if (last_->plan.parallel)
+            pool_.run(walk_all);
+        else
+            pool_.run_solo(walk_all);
     }
     void synchronize() override {}
     std::string kernel_name(const Tensor& t) const override {
-        for (const Ran& r : ran_) {
-            if (r.node != &t) continue;
-            if (r.packed) return packed::kernel_name(t, pool_.size());
-            return r.kernel ? kernel_path_name(*r.kernel, t) : "ref";
-        }
+        if (last_)
+            for (const PlannedNode& n : last_->plan.nodes)
+                if (n.node == &t) return planned_kernel_name(n);
         return "";
     }
     void event_record(Event&) override {}
@@ -95,26 +87,53 @@ public:
     }
 
 private:
-    /// Nodes that touch fewer bytes than this run on the calling thread alone: handing a few
-    /// microseconds of work to the workers costs more than it saves (decode-time norms,
-    /// element-wise ops, RoPE and cache writes), and every hand-over is a chance to wait for a
-    /// descheduled worker on a busy machine.
-    static constexpr size_t kSoloBytes = 64 * 1024;
+    /// Graphs whose plans are kept: those a context alternates between (prompt and decode graphs,
+    /// the CPU splits of a graph shared with an accelerator); the least recently used goes first.
+    static constexpr size_t kCachedGraphs = 16;
 
-    /// Bytes of the node's output and inputs.
-    static size_t node_bytes(const Tensor& node) {
-        size_t bytes = node.n_bytes();
-        for (const Tensor* s : node.src)
-            if (s) bytes += s->n_bytes();
-        return bytes;
+    struct Cached {
+        uint64_t uid = 0;   ///< 0: empty
+        uint64_t used = 0;  ///< use_clock_ at the last use
+        size_t n_nodes = 0;            ///< the graph's nodes (views included), a check of the uid's promise
+        const Tensor* first = nullptr;  ///< and its first node
+        GraphPlan plan;
+    };
+
+    static void run_node(const PlannedNode& n, ThreadContext& ctx, void* work) {
+        switch (n.path) {
+        case PlannedNode::Path::Packed: packed::run(*n.node, n.packed, ctx, work); break;
+        case PlannedNode::Path::Fast: n.kernel->run(*n.node, ctx, work); break;
+        case PlannedNode::Path::Reference: ref::compute(*n.node, ctx); break;
+        }
     }
 
-    template <class F>
-    void run(bool solo, F&& fn) {
-        if (solo)
-            pool_.run_solo(fn);
-        else
-            pool_.run(fn);
+    /// The cached plan of graph_uid, or a new plan of `nodes` (uid 0: planned on every call, never
+    /// cached). A failed plan leaves nothing cached.
+    Cached& plan_for(const std::vector<Tensor*>& nodes, uint64_t graph_uid) {
+        ++use_clock_;
+        if (graph_uid == 0) {
+            uncached_.uid = 0;
+            plan_graph(nodes, pool_.size(), tuning_, uncached_.plan);
+            return uncached_;
+        }
+        Cached* victim = &cache_[0];
+        for (Cached& c : cache_) {
+            if (c.uid == graph_uid) {
+                if (c.n_nodes != nodes.size() || (!nodes.empty() && c.first != nodes.front()))
+                    throw Error(ErrorCode::InvalidArgument, "CPU backend: graph_uid " + std::to_string(graph_uid) +
+                                                                " was computed before with other nodes (Backend::graph_compute)");
+                c.used = use_clock_;
+                return c;
+            }
+            if (c.used < victim->used) victim = &c;
+        }
+        victim->uid = 0;
+        plan_graph(nodes, pool_.size(), tuning_, victim->plan);
+        victim->uid = graph_uid;
+        victim->used = use_clock_;
+        victim->n_nodes = nodes.size();
+        victim->first = nodes.empty() ? nullptr : nodes.front();
+        return *victim;
     }
 
     /// The shared work buffer, grown to at least `bytes` (64-byte aligned).
@@ -130,16 +149,13 @@ private:
         void operator()(uint8_t* p) const { std::free(p); }
     };
 
-    /// A node of the last graph_compute and the path that ran it (kernel_name's answer).
-    struct Ran {
-        const Tensor* node;
-        const FastKernel* kernel;  ///< nullptr: the reference kernel, or the packed path
-        bool packed;
-    };
-
     CpuDevice& dev_;
     ThreadPool pool_;
-    std::vector<Ran> ran_;
+    const packed::Tuning tuning_;  // read from the environment once, here
+    std::array<Cached, kCachedGraphs> cache_;
+    Cached uncached_;  // the plan of the last graph_compute with uid 0
+    uint64_t use_clock_ = 0;
+    const Cached* last_ = nullptr;  // the plan of the last graph_compute (kernel_name's answer)
     std::unique_ptr<uint8_t, FreeDeleter> work_;
     size_t work_size_ = 0;
 };

@@ -1,5 +1,12 @@
 // The CPU device: host buffers, the CPU_PACKED weight buffer type, a thread pool, the packed
 // path, the fast kernels and the reference kernels.
+//
+// Its backend plans a graph once (graph_plan.hpp: each node's kernel or packed plan, its work
+// bytes, solo or all threads) on the first graph_compute of a graph_uid and keeps the plans of the
+// last 16 uids (uid 0: planned on every call). Each graph_compute is one pool run in which every
+// thread walks the planned nodes, a barrier between steps; small nodes run on thread 0 alone. The
+// environment (TESSEL_CPU_MATRIX_THREADS, TESSEL_CPU_CHUNK_MULT) is read when the backend is
+// created, never while it computes, and a planned graph_compute allocates nothing.
 #pragma once
 
 #include <memory>

@@ -110,6 +110,11 @@ void ThreadContext::barrier() {
     pool_->barrier_wait();
 }
 
+ThreadContext ThreadContext::alone() const {
+    pool_->chunk_.store(0, std::memory_order_relaxed);
+    return ThreadContext(pool_, 0, 1);
+}
+
 int64_t ThreadContext::next_chunk() { return pool_->chunk_.fetch_add(1, std::memory_order_relaxed); }
 
 void ThreadContext::check_chunk_args(int64_t n_items, int64_t chunk_size) {

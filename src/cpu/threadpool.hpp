@@ -1,4 +1,5 @@
-// The cpu backend's thread pool: a fixed team of threads that enter one kernel together.
+// The cpu backend's thread pool: a fixed team of threads that enter one function together (the
+// CPU backend's: the walk over a whole planned graph, graph_plan.hpp).
 //
 // ThreadPool(n) owns n-1 persistent worker threads; the thread calling run() takes part as
 // thread 0, so a run uses exactly n threads. Inside a kernel, threads split work by index
@@ -91,6 +92,12 @@ public:
             fn(begin, end);
         }
     }
+
+    /// A context for work this thread (ith 0) does alone while the other threads of the run wait
+    /// at their next barrier() (ith 0, nth 1: its barrier() only restarts the chunk counter).
+    /// Restarts the chunk counter, so its chunk loop starts at chunk 0. Valid only while no other
+    /// thread of the run is between barriers (they all wait at the same barrier).
+    ThreadContext alone() const;
 
 private:
     friend class ThreadPool;

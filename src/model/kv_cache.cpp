@@ -56,14 +56,13 @@ size_t KvCache::bytes() const {
     return n;
 }
 
-std::vector<int64_t> KvCache::find_free(int64_t n) const {
-    std::vector<int64_t> out;
-    for (int64_t c = 0; c < size() && static_cast<int64_t>(out.size()) < n; ++c)
-        if (cells_[static_cast<size_t>(c)].seqs == 0) out.push_back(c);
-    if (static_cast<int64_t>(out.size()) < n)
-        throw Error(ErrorCode::ContextFull, "the context is full: " + std::to_string(n) + " tokens need cells, " +
-                                                std::to_string(out.size()) + " of " + std::to_string(size()) + " are free");
-    return out;
+void KvCache::find_free(std::span<int64_t> cells) const {
+    size_t found = 0;
+    for (int64_t c = 0; c < size() && found < cells.size(); ++c)
+        if (cells_[static_cast<size_t>(c)].seqs == 0) cells[found++] = c;
+    if (found < cells.size())
+        throw Error(ErrorCode::ContextFull, "the context is full: " + std::to_string(cells.size()) + " tokens need cells, " +
+                                                std::to_string(found) + " of " + std::to_string(size()) + " are free");
 }
 
 void KvCache::occupy(int64_t c, int32_t pos, int32_t seq) {

@@ -37,8 +37,9 @@ public:
     /// Bytes of K and V data.
     size_t bytes() const;
 
-    /// n free cells, lowest first. Throws tessel::Error(ContextFull) when fewer are free.
-    std::vector<int64_t> find_free(int64_t n) const;
+    /// Fills `cells` with free cells, lowest first (allocates nothing). Throws
+    /// tessel::Error(ContextFull) when fewer than cells.size() are free.
+    void find_free(std::span<int64_t> cells) const;
     /// Marks cell c as holding position pos of sequence seq (c must be free).
     void occupy(int64_t c, int32_t pos, int32_t seq);
     /// Cells a graph attends to: the used prefix rounded up to kPad, at most size().

@@ -104,13 +104,13 @@ void Context::decode(std::span<const BatchToken> batch) {
     const int64_t n_vocab = model_->hparams().n_vocab;
     for (size_t i = 0; i < batch.size(); ++i) {
         const BatchToken& b = batch[i];
-        const std::string where = "batch entry " + std::to_string(i) + ": ";
+        auto where = [i] { return "batch entry " + std::to_string(i) + ": "; };  // built only for an error
         if (b.token < 0 || b.token >= n_vocab)
-            throw Error(ErrorCode::InvalidArgument, where + "token " + std::to_string(b.token) + " outside the vocabulary (0.." +
+            throw Error(ErrorCode::InvalidArgument, where() + "token " + std::to_string(b.token) + " outside the vocabulary (0.." +
                                                         std::to_string(n_vocab - 1) + ")");
-        if (b.pos < 0) throw Error(ErrorCode::InvalidArgument, where + "negative position " + std::to_string(b.pos));
+        if (b.pos < 0) throw Error(ErrorCode::InvalidArgument, where() + "negative position " + std::to_string(b.pos));
         if (b.seq < 0 || b.seq >= model::KvCache::kMaxSeq)
-            throw Error(ErrorCode::InvalidArgument, where + "sequence id " + std::to_string(b.seq) + " outside 0.." +
+            throw Error(ErrorCode::InvalidArgument, where() + "sequence id " + std::to_string(b.seq) + " outside 0.." +
                                                         std::to_string(model::KvCache::kMaxSeq - 1));
     }
     n_out_ = 0;
@@ -121,17 +121,19 @@ void Context::decode(std::span<const BatchToken> batch) {
 
 void Context::decode_ubatch(std::span<const BatchToken> ub) {
     const int64_t T = static_cast<int64_t>(ub.size());
-    const std::vector<int64_t> cells = kv_->find_free(T);
-    std::vector<int32_t> tokens, pos, seq, out_ids;
+    // The per-ubatch inputs live in members whose capacity stays: decode steps allocate nothing.
+    cells_.resize(ub.size());
+    kv_->find_free(cells_);
+    tokens_.clear(), pos_.clear(), seq_.clear(), out_ids_.clear();
     for (int64_t t = 0; t < T; ++t) {
         const BatchToken& b = ub[static_cast<size_t>(t)];
-        tokens.push_back(b.token), pos.push_back(b.pos), seq.push_back(b.seq);
-        if (b.logits) out_ids.push_back(static_cast<int32_t>(t));
-        kv_->occupy(cells[static_cast<size_t>(t)], b.pos, b.seq);
+        tokens_.push_back(b.token), pos_.push_back(b.pos), seq_.push_back(b.seq);
+        if (b.logits) out_ids_.push_back(static_cast<int32_t>(t));
+        kv_->occupy(cells_[static_cast<size_t>(t)], b.pos, b.seq);
     }
 
-    model::ForwardShape shape{T, kv_->n_kv(), std::max<int64_t>(1, static_cast<int64_t>(out_ids.size())), flash_attn_};
-    if (out_ids.empty()) out_ids.push_back(static_cast<int32_t>(T - 1));  // a graph needs an output; discarded
+    model::ForwardShape shape{T, kv_->n_kv(), std::max<int64_t>(1, static_cast<int64_t>(out_ids_.size())), flash_attn_};
+    if (out_ids_.empty()) out_ids_.push_back(static_cast<int32_t>(T - 1));  // a graph needs an output; discarded
     if (!graph_ || shape.n_tokens != shape_.n_tokens || shape.n_kv != shape_.n_kv || shape.n_out != shape_.n_out) {
         sched_->release();
         graph_ = std::make_unique<Graph>();
@@ -143,13 +145,13 @@ void Context::decode_ubatch(std::span<const BatchToken> ub) {
         ++graphs_built_;
     }
 
-    write_input(in_.tokens, tokens.data(), tokens.size() * sizeof(int32_t));
-    write_input(in_.pos, pos.data(), pos.size() * sizeof(int32_t));
-    write_input(in_.kv_idx, cells.data(), cells.size() * sizeof(int64_t));
-    std::vector<uint16_t> mask(static_cast<size_t>(shape.n_kv * T));
-    kv_->fill_mask(pos, seq, shape.n_kv, mask.data());
-    write_input(in_.mask, mask.data(), mask.size() * sizeof(uint16_t));
-    if (in_.out_ids) write_input(in_.out_ids, out_ids.data(), out_ids.size() * sizeof(int32_t));
+    write_input(in_.tokens, tokens_.data(), tokens_.size() * sizeof(int32_t));
+    write_input(in_.pos, pos_.data(), pos_.size() * sizeof(int32_t));
+    write_input(in_.kv_idx, cells_.data(), cells_.size() * sizeof(int64_t));
+    mask_.resize(static_cast<size_t>(shape.n_kv * T));
+    kv_->fill_mask(pos_, seq_, shape.n_kv, mask_.data());
+    write_input(in_.mask, mask_.data(), mask_.size() * sizeof(uint16_t));
+    if (in_.out_ids) write_input(in_.out_ids, out_ids_.data(), out_ids_.size() * sizeof(int32_t));
     sched_->compute();
 
     const size_t wanted = static_cast<size_t>(std::count_if(ub.begin(), ub.end(), [](const BatchToken& b) { return b.logits; }));

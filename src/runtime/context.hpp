@@ -105,6 +105,10 @@ private:
     bool keep_intermediates_ = false;
     std::vector<float> logits_;
     size_t n_out_ = 0;
+    // The last ubatch's inputs (members so that their memory is reused).
+    std::vector<int64_t> cells_;
+    std::vector<int32_t> tokens_, pos_, seq_, out_ids_;
+    std::vector<uint16_t> mask_;
 };
 
 }  // namespace tessel::runtime

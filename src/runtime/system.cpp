@@ -20,8 +20,7 @@ void check_environment() {
     usable_cpu_features();  // TESSEL_CPU_ISA
     npu::config_from_env();  // TESSEL_NPU_*
     cpu::packed::packed_enabled();  // TESSEL_CPU_PACKED
-    cpu::packed::matrix_thread_cap();  // TESSEL_CPU_MATRIX_THREADS
-    cpu::packed::chunk_columns(1, 1);  // TESSEL_CPU_CHUNK_MULT
+    cpu::packed::tuning_from_env();  // TESSEL_CPU_MATRIX_THREADS, TESSEL_CPU_CHUNK_MULT
     gguf::detail::metadata_budget();  // TESSEL_GGUF_MAX_METADATA
 }
 

@@ -54,14 +54,17 @@ void route_experts(Tensor& dst, int64_t* starts, int32_t* pairs) {
             else std::memset(static_cast<uint8_t*>(dst.data) + e * dst.nb[1] + t * dst.nb[2], 0, sizeof(float) * static_cast<size_t>(N));
         }
     for (int64_t ex = 0; ex < E; ++ex) starts[ex + 1] += starts[ex];
-    std::vector<int64_t> fill(starts, starts + E);
+    // starts[ex] serves as expert ex's write cursor (allocating nothing); afterwards it holds the
+    // start of expert ex + 1, so the values move up by one.
     for (int64_t t = 0; t < T; ++t)
         for (int64_t e = 0; e < n_used; ++e) {
             const int32_t id = id_at(e, t);
             if (id < 0 || id >= E) continue;
-            int32_t* p = pairs + 2 * fill[static_cast<size_t>(id)]++;
+            int32_t* p = pairs + 2 * starts[id]++;
             p[0] = static_cast<int32_t>(e), p[1] = static_cast<int32_t>(t);
         }
+    for (int64_t ex = E - 1; ex > 0; --ex) starts[ex] = starts[ex - 1];
+    starts[0] = 0;
 }
 
 bool f32_rows(const Tensor& t) { return t.type == DType::F32 && t.nb[0] == sizeof(float); }

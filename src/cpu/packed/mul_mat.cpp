@@ -2,14 +2,13 @@
 #include "core/env.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
-#include <vector>
 
 #include "core/cpu_features.hpp"
 #include "cpu/kernels/kernel.hpp"
 #include "cpu/packed/buffer.hpp"
 #include "cpu/packed/kernel.hpp"
+#include "quant/quant.hpp"
 #include "tessel/errors.hpp"
 
 namespace tessel::cpu::packed {
@@ -77,59 +76,36 @@ size_t runtime_rhs_bytes(const Tensor& dst) {
     return packed_bytes(*format_for(w.type), w.ne[1], w.ne[0]) * static_cast<size_t>(w.ne[2] * w.ne[3]);
 }
 
+/// Bytes of one thread's scratch for run-time packing: one group of src0 rows, made contiguous.
+size_t runtime_rows_bytes(const Tensor& dst) { return align64(static_cast<size_t>(kGroupRows * dst.src[0]->ne[0]) * sizeof(uint16_t)); }
+
 /// Packs this thread's share of src0's (matrix, group) items into rhs: each group's rows are
-/// copied to contiguous scratch first (src0 rows may be strided), then packed.
-void runtime_pack(const Tensor& w, uint8_t* rhs, const ThreadContext& ctx) {
+/// copied to this thread's contiguous scratch `rows` first (src0 rows may be strided), then packed.
+void runtime_pack(const Tensor& w, uint8_t* rhs, uint8_t* rows, const ThreadContext& ctx) {
     const Format& f = *format_for(w.type);
     const int64_t K = w.ne[0], N = w.ne[1], groups = (N + kGroupRows - 1) / kGroupRows;
     const size_t row = static_cast<size_t>(K) * sizeof(uint16_t), matrix = packed_bytes(f, N, K);
-    thread_local std::vector<uint8_t> rows;
-    rows.resize(static_cast<size_t>(kGroupRows) * row);
     int64_t begin = 0, end = 0;
     thread_rows(groups * w.ne[2] * w.ne[3], ctx, begin, end);
     for (int64_t item = begin; item < end; ++item) {
         const int64_t g = item % groups, mat = item / groups, i2 = mat % w.ne[2], i3 = mat / w.ne[2];
         const int64_t n0 = g * kGroupRows, n = std::min(kGroupRows, N - n0);
         for (int64_t r = 0; r < n; ++r)
-            std::memcpy(rows.data() + static_cast<size_t>(r) * row,
+            std::memcpy(rows + static_cast<size_t>(r) * row,
                         static_cast<const uint8_t*>(w.data) + (n0 + r) * w.nb[1] + i2 * w.nb[2] + i3 * w.nb[3], row);
-        f.pack(rows.data(), rhs + static_cast<size_t>(mat) * matrix + group_offset(f, n0, K), n, K);
+        f.pack(rows, rhs + static_cast<size_t>(mat) * matrix + group_offset(f, n0, K), n, K);
     }
 }
-
-struct OpPlan {
-    Plan p;
-    bool separate_lhs = false;  ///< the fallback packs its own LHS
-};
 
 /// Activation rows per weight matrix: M of MUL_MAT; for MUL_MAT_ID the tokens (each expert sees
 /// at most one row per token).
 int64_t rows_per_matrix(const Tensor& dst) { return dst.op == Op::MUL_MAT_ID ? dst.src[2]->ne[1] : dst.src[1]->ne[1]; }
-
-OpPlan op_plan(const Tensor& dst, int nth) {
-    const Tensor& w = *dst.src[0];
-    const int64_t M = rows_per_matrix(dst);
-    OpPlan o;
-    o.p = plan(chain(w.type, usable_cpu_features()), M, nth, matrix_thread_cap());
-    o.separate_lhs = o.p.fallback && o.p.fallback->pack_lhs != o.p.main->pack_lhs;
-    return o;
-}
 
 int64_t lhs_rows(const Tensor& dst) { return dst.src[1]->ne[1] * dst.src[1]->ne[2] * dst.src[1]->ne[3]; }
 
 /// Ops with at most this many activation rows (decode) skip the shared packing phase: every
 /// thread packs all rows into its own part of the work buffer, which costs less than the barrier.
 constexpr int64_t kPrivateRows = 4;
-
-bool private_lhs(const Tensor& dst) { return lhs_rows(dst) <= kPrivateRows; }
-
-/// Bytes of one thread's private packed rows (room for either kernel of the plan).
-size_t private_lhs_bytes(const Tensor& dst, const OpPlan& o) {
-    const int64_t K = dst.src[0]->ne[0];
-    size_t n = lhs_packed_bytes(*o.p.main, lhs_rows(dst), K);
-    if (o.p.fallback) n = std::max(n, lhs_packed_bytes(*o.p.fallback, lhs_rows(dst), K));
-    return align64(n);
-}
 
 void pack_rows(const Kernel& k, const Tensor& x, int64_t begin, int64_t end, uint8_t* lhs) {
     const int64_t M = x.ne[1], B2 = x.ne[2], K = x.ne[0];
@@ -144,40 +120,72 @@ void pack_rows(const Kernel& k, const Tensor& x, int64_t begin, int64_t end, uin
     }
 }
 
-void run_mul_mat(Tensor& dst, ThreadContext& ctx, void* work) {
+/// Columns per chunk for N columns on nth threads (a multiple of kGroupRows): `mult` groups
+/// (Tuning::chunk_mult) when non-zero, else about a quarter of a thread's share.
+int64_t chunk_columns(int64_t N, int nth, int64_t mult) {
+    const int64_t groups = (N + kGroupRows - 1) / kGroupRows;
+    if (mult == 0) mult = std::max<int64_t>(1, groups / (4 * static_cast<int64_t>(nth)));
+    return mult * kGroupRows;
+}
+
+/// MUL_MAT work layout: [run-time packed src0][per-thread row scratch][LHS: shared (main, then the
+/// fallback's when separate) or one private area per thread] + 64 bytes (kernels may read a vector
+/// past the last row's end).
+void plan_mul_mat(const Tensor& dst, int nth, NodePlan& p) {
+    const Tensor& w = *dst.src[0];
+    const int64_t K = w.ne[0], rows = lhs_rows(dst);
+    size_t at = 0;
+    if (!p.slot_main) {  // run-time packing
+        at = align64(runtime_rhs_bytes(dst));
+        p.mm.rows = at;
+        at += static_cast<size_t>(nth) * runtime_rows_bytes(dst);
+    }
+    p.mm.lhs = at;
+    const Kernel& main = *p.kernels.main;
+    if (p.private_lhs) {
+        size_t n = lhs_packed_bytes(main, rows, K);
+        if (p.kernels.fallback) n = std::max(n, lhs_packed_bytes(*p.kernels.fallback, rows, K));
+        p.mm.lhs_per_thread = align64(n);
+        at += static_cast<size_t>(nth) * p.mm.lhs_per_thread;
+    } else {
+        at += align64(lhs_packed_bytes(main, rows, K));
+        p.mm.lhs_fallback = at;
+        if (p.separate_lhs) at += align64(lhs_packed_bytes(*p.kernels.fallback, rows, K));
+    }
+    p.work = at + 64;
+}
+
+void run_mul_mat(Tensor& dst, const NodePlan& p, ThreadContext& ctx, void* work) {
     const Tensor& w = *dst.src[0];
     const Tensor& x = *dst.src[1];
     const int64_t K = w.ne[0], N = w.ne[1], M = x.ne[1], B2 = x.ne[2], B3 = x.ne[3];
     const int64_t r2 = B2 / w.ne[2], r3 = B3 / w.ne[3];
-    const OpPlan o = op_plan(dst, ctx.nth);
-    const Kernel& main = *o.p.main;
-    const Kernel& mine = (o.p.fallback && ctx.ith >= o.p.main_threads) ? *o.p.fallback : main;
+    const Kernel& main = *p.kernels.main;
+    const bool fallback = p.kernels.fallback && ctx.ith >= p.kernels.main_threads;
+    const Kernel& mine = fallback ? *p.kernels.fallback : main;
+    auto* base = static_cast<uint8_t*>(work);
 
-    const bool runtime = !packed_of(w);
-    uint8_t* rhs_area = static_cast<uint8_t*>(work);
-    if (runtime) {
-        runtime_pack(w, rhs_area, ctx);
-        work = rhs_area + align64(runtime_rhs_bytes(dst));  // the LHS follows; the barrier below publishes both
+    const uint8_t* slot = fallback ? p.slot_fallback : p.slot_main;
+    if (!p.slot_main) {
+        runtime_pack(w, base, base + p.mm.rows + static_cast<size_t>(ctx.ith) * runtime_rows_bytes(dst), ctx);
+        slot = base;  // the barrier below publishes it
     }
     const uint8_t* lhs = nullptr;
-    if (private_lhs(dst)) {  // a few rows: each thread packs them for itself, no barrier
-        uint8_t* own = static_cast<uint8_t*>(work) + static_cast<size_t>(ctx.ith) * private_lhs_bytes(dst, o);
+    if (p.private_lhs) {  // a few rows: each thread packs them for itself, no barrier
+        uint8_t* own = base + p.mm.lhs + static_cast<size_t>(ctx.ith) * p.mm.lhs_per_thread;
         pack_rows(mine, x, 0, lhs_rows(dst), own);
         lhs = own;
     } else {
-        auto* lhs_main = static_cast<uint8_t*>(work);
-        uint8_t* lhs_fb = lhs_main + align64(lhs_packed_bytes(main, lhs_rows(dst), K));
         int64_t begin = 0, end = 0;
         thread_rows(lhs_rows(dst), ctx, begin, end);
-        pack_rows(main, x, begin, end, lhs_main);
-        if (o.separate_lhs) pack_rows(*o.p.fallback, x, begin, end, lhs_fb);
+        pack_rows(main, x, begin, end, base + p.mm.lhs);
+        if (p.separate_lhs) pack_rows(*p.kernels.fallback, x, begin, end, base + p.mm.lhs_fallback);
         ctx.barrier();
-        lhs = (&mine != &main && o.separate_lhs) ? lhs_fb : lhs_main;
+        lhs = base + (fallback && p.separate_lhs ? p.mm.lhs_fallback : p.mm.lhs);
     }
     const size_t lrow = lhs_row_bytes(mine, K);
-    const uint8_t* slot = runtime ? rhs_area : slot_data(w, *mine.format);
     const size_t matrix_bytes = packed_bytes(*mine.format, N, K);
-    const int64_t cols = chunk_columns(N, ctx.nth);
+    const int64_t cols = p.cols;
     const int64_t chunks = (N + cols - 1) / cols;
     ctx.for_chunks(chunks * B2 * B3, 1, [&](int64_t item, int64_t) {
         const int64_t c = item % chunks, i2 = item / chunks % B2, i3 = item / (chunks * B2);
@@ -199,34 +207,31 @@ void run_mul_mat(Tensor& dst, ThreadContext& ctx, void* work) {
 /// MUL_MAT_ID work layout (64-byte aligned parts): packed x rows (U * T), then per expert the start
 /// of its routed (slot, token) pairs (E + 1 values), the pairs, the routed rows' packed LHS gathered
 /// per expert, and their F32 outputs (pairs x N).
-struct IdLayout {
-    size_t xq, starts, pairs, gathered, out, total;
-    IdLayout(const Tensor& dst, const Kernel& k) {
-        const Tensor& x = *dst.src[1];
-        const Tensor& ids = *dst.src[2];
-        const int64_t K = x.ne[0], N = dst.src[0]->ne[1], E = dst.src[0]->ne[2];
-        const int64_t n_pairs = ids.ne[0] * ids.ne[1];
-        xq = 0;
-        starts = xq + align64(lhs_packed_bytes(k, x.ne[1] * x.ne[2], K));
-        pairs = starts + align64(sizeof(int64_t) * static_cast<size_t>(E + 1));
-        gathered = pairs + align64(2 * sizeof(int32_t) * static_cast<size_t>(n_pairs));
-        out = gathered + align64(lhs_packed_bytes(k, n_pairs, K));
-        total = out + align64(sizeof(float) * static_cast<size_t>(n_pairs * N)) + 64;
-    }
-};
+void plan_mul_mat_id(const Tensor& dst, NodePlan& p) {
+    const Tensor& x = *dst.src[1];
+    const Tensor& ids = *dst.src[2];
+    const Kernel& k = *p.kernels.main;
+    const int64_t K = x.ne[0], N = dst.src[0]->ne[1], E = dst.src[0]->ne[2];
+    const int64_t n_pairs = ids.ne[0] * ids.ne[1];
+    p.id.xq = 0;
+    p.id.starts = p.id.xq + align64(lhs_packed_bytes(k, x.ne[1] * x.ne[2], K));
+    p.id.pairs = p.id.starts + align64(sizeof(int64_t) * static_cast<size_t>(E + 1));
+    p.id.gathered = p.id.pairs + align64(2 * sizeof(int32_t) * static_cast<size_t>(n_pairs));
+    p.id.out = p.id.gathered + align64(lhs_packed_bytes(k, n_pairs, K));
+    p.work = p.id.out + align64(sizeof(float) * static_cast<size_t>(n_pairs * N)) + 64;
+}
 
-void run_mul_mat_id(Tensor& dst, ThreadContext& ctx, void* work) {
+void run_mul_mat_id(Tensor& dst, const NodePlan& p, ThreadContext& ctx, void* work) {
     const Tensor& w = *dst.src[0];
     const Tensor& x = *dst.src[1];
     const int64_t K = w.ne[0], N = w.ne[1], E = w.ne[2], U = x.ne[1];
-    const Kernel& k = *op_plan(dst, 1).p.main;  // one kernel for all threads (no hybrid split here)
-    const IdLayout L(dst, k);
+    const Kernel& k = *p.kernels.main;  // one kernel for all threads (no hybrid split here)
     auto* base = static_cast<uint8_t*>(work);
-    uint8_t* xq = base + L.xq;
-    auto* starts = reinterpret_cast<int64_t*>(base + L.starts);
-    auto* pairs = reinterpret_cast<int32_t*>(base + L.pairs);
-    uint8_t* gathered = base + L.gathered;
-    auto* out = reinterpret_cast<float*>(base + L.out);
+    uint8_t* xq = base + p.id.xq;
+    auto* starts = reinterpret_cast<int64_t*>(base + p.id.starts);
+    auto* pairs = reinterpret_cast<int32_t*>(base + p.id.pairs);
+    uint8_t* gathered = base + p.id.gathered;
+    auto* out = reinterpret_cast<float*>(base + p.id.out);
     const size_t lrow = lhs_row_bytes(k, K);
     auto dst_row = [&](int64_t e, int64_t t) { return reinterpret_cast<float*>(static_cast<uint8_t*>(dst.data) + e * dst.nb[1] + t * dst.nb[2]); };
 
@@ -241,9 +246,9 @@ void run_mul_mat_id(Tensor& dst, ThreadContext& ctx, void* work) {
         std::memcpy(gathered + static_cast<size_t>(i) * lrow, xq + static_cast<size_t>(pairs[2 * i] % U + U * pairs[2 * i + 1]) * lrow, lrow);
     ctx.barrier();
 
-    const uint8_t* slot = slot_data(w, *k.format);
+    const uint8_t* slot = p.slot_main;
     const size_t matrix_bytes = packed_bytes(*k.format, N, K);
-    const int64_t cols = chunk_columns(N, ctx.nth);
+    const int64_t cols = p.cols;
     const int64_t chunks = (N + cols - 1) / cols;
     ctx.for_chunks(chunks * E, 1, [&](int64_t item, int64_t) {
         const int64_t ex = item / chunks, n0 = item % chunks * cols;
@@ -266,13 +271,18 @@ void run_mul_mat_id(Tensor& dst, ThreadContext& ctx, void* work) {
         std::memcpy(dst_row(pairs[2 * i], pairs[2 * i + 1]), out + i * N, sizeof(float) * static_cast<size_t>(N));
 }
 
-void run_get_rows(Tensor& dst, ThreadContext& ctx) {
+/// GET_ROWS work: per thread the plain GGUF rows of one group (Format::unpack writes rows 0..j to
+/// reach row j; the format's row_to_float would allocate a row per call).
+size_t get_rows_scratch(const Tensor& w) { return align64(static_cast<size_t>(kGroupRows * dtype_row_bytes(w.type, w.ne[0]))); }
+
+void run_get_rows(Tensor& dst, const NodePlan& p, ThreadContext& ctx, void* work) {
     const Tensor& w = *dst.src[0];
     const Tensor& ids = *dst.src[1];
-    const Format& f = *packed_of(w)->formats[0];
-    const uint8_t* slot = slot_data(w, f);
+    const Format& f = *p.rows_format;
+    const uint8_t* slot = p.slot_main;
     const int64_t K = w.ne[0], N = w.ne[1];
-    const size_t matrix_bytes = packed_bytes(f, N, K);
+    const size_t matrix_bytes = packed_bytes(f, N, K), row_bytes = static_cast<size_t>(dtype_row_bytes(w.type, K));
+    uint8_t* plain = static_cast<uint8_t*>(work) + static_cast<size_t>(ctx.ith) * get_rows_scratch(w);
     const int64_t R = dst.ne[1], B2 = dst.ne[2];
     int64_t begin = 0, end = 0;
     thread_rows(R * B2 * dst.ne[3], ctx, begin, end);
@@ -283,7 +293,9 @@ void run_get_rows(Tensor& dst, ThreadContext& ctx) {
             throw Error(ErrorCode::InvalidArgument, "GET_ROWS: row id " + std::to_string(id) + " in " + describe(ids) +
                                                         " is outside [0, " + std::to_string(N) + ")");
         float* out = reinterpret_cast<float*>(static_cast<uint8_t*>(dst.data) + i * dst.nb[1] + b2 * dst.nb[2] + b3 * dst.nb[3]);
-        f.row_to_float(slot + static_cast<size_t>(b2 + b3 * w.ne[2]) * matrix_bytes, id, K, out);
+        const int64_t j = id % kGroupRows;
+        f.unpack(slot + static_cast<size_t>(b2 + b3 * w.ne[2]) * matrix_bytes + group_offset(f, id - j, K), plain, j + 1, K);
+        quant::dequantize_row(w.type, plain + static_cast<size_t>(j) * row_bytes, out, K);
     }
 }
 
@@ -300,37 +312,54 @@ bool supports_node(const Tensor& node) {
     return false;
 }
 
-size_t work_size(const Tensor& node, int nth) {
-    if (node.op == Op::MUL_MAT_ID) return IdLayout(node, *op_plan(node, 1).p.main).total;
-    if (node.op != Op::MUL_MAT) return 0;
-    const OpPlan o = op_plan(node, nth);
-    const size_t rhs = packed_of(*node.src[0]) ? 0 : align64(runtime_rhs_bytes(node));
-    if (private_lhs(node)) return static_cast<size_t>(nth) * private_lhs_bytes(node, o) + 64;
-    const int64_t K = node.src[0]->ne[0];
-    size_t n = align64(lhs_packed_bytes(*o.p.main, lhs_rows(node), K));
-    if (o.separate_lhs) n += align64(lhs_packed_bytes(*o.p.fallback, lhs_rows(node), K));
-    return rhs + n + 64;  // kernels may read a vector past the last row's end
+Tuning tuning_from_env() {
+    Tuning t;
+    t.matrix_cap = matrix_thread_cap();
+    t.chunk_mult = static_cast<int64_t>(env::whole_number("TESSEL_CPU_CHUNK_MULT", 1, 65536, 0));
+    return t;
 }
 
-void run(Tensor& node, ThreadContext& ctx, void* work) {
-    if (node.op == Op::MUL_MAT) run_mul_mat(node, ctx, work);
-    else if (node.op == Op::MUL_MAT_ID) run_mul_mat_id(node, ctx, work);
-    else run_get_rows(node, ctx);
+NodePlan plan_node(const Tensor& node, int nth, const Tuning& tuning) {
+    const bool stored = reads_packed(node);
+    if (stored ? !supports_node(node) : !packs_at_run_time(node))
+        throw Error(ErrorCode::Unsupported, std::string(op_name(node.op)) + " " + describe(node) +
+                                                " reads a CPU_PACKED weight in a form the packed path does not serve");
+    const Tensor& w = *node.src[0];
+    NodePlan p;
+    if (node.op == Op::GET_ROWS) {
+        p.rows_format = packed_of(w)->formats[0];
+        p.slot_main = slot_data(w, *p.rows_format);
+        p.work = static_cast<size_t>(nth) * get_rows_scratch(w);
+        return p;
+    }
+    const int plan_threads = node.op == Op::MUL_MAT_ID ? 1 : nth;  // MUL_MAT_ID: no hybrid split
+    p.kernels = plan(chain(w.type, usable_cpu_features()), rows_per_matrix(node), plan_threads, tuning.matrix_cap);
+    p.separate_lhs = p.kernels.fallback && p.kernels.fallback->pack_lhs != p.kernels.main->pack_lhs;
+    p.cols = chunk_columns(w.ne[1], nth, tuning.chunk_mult);
+    if (stored) {
+        p.slot_main = slot_data(w, *p.kernels.main->format);
+        if (p.kernels.fallback) p.slot_fallback = slot_data(w, *p.kernels.fallback->format);
+    }
+    if (node.op == Op::MUL_MAT_ID) {
+        plan_mul_mat_id(node, p);
+    } else {
+        p.private_lhs = lhs_rows(node) <= kPrivateRows;
+        plan_mul_mat(node, nth, p);
+    }
+    return p;
 }
 
-std::string kernel_name(const Tensor& node, int nth) {
-    if (node.op == Op::GET_ROWS) return std::string(packed_of(*node.src[0])->formats[0]->name) + "_get_rows";
-    const OpPlan o = op_plan(node, node.op == Op::MUL_MAT_ID ? 1 : nth);
+void run(Tensor& node, const NodePlan& plan, ThreadContext& ctx, void* work) {
+    if (node.op == Op::MUL_MAT) run_mul_mat(node, plan, ctx, work);
+    else if (node.op == Op::MUL_MAT_ID) run_mul_mat_id(node, plan, ctx, work);
+    else run_get_rows(node, plan, ctx, work);
+}
+
+std::string kernel_name(const Tensor& node, const NodePlan& plan) {
+    if (node.op == Op::GET_ROWS) return std::string(plan.rows_format->name) + "_get_rows";
     const bool gemv = rows_per_matrix(node) == 1;
     auto name = [&](const Kernel* k) { return std::string(gemv ? k->gemv_name : k->name); };
-    return o.p.fallback ? name(o.p.main) + "+" + name(o.p.fallback) : name(o.p.main);
-}
-
-int64_t chunk_columns(int64_t N, int nth) {
-    static const int64_t env_mult = static_cast<int64_t>(env::whole_number("TESSEL_CPU_CHUNK_MULT", 1, 65536, 0));
-    const int64_t groups = (N + kGroupRows - 1) / kGroupRows;
-    const int64_t mult = env_mult ? env_mult : std::max<int64_t>(1, groups / (4 * static_cast<int64_t>(nth)));
-    return mult * kGroupRows;
+    return plan.kernels.fallback ? name(plan.kernels.main) + "+" + name(plan.kernels.fallback) : name(plan.kernels.main);
 }
 
 }  // namespace tessel::cpu::packed

@@ -8,18 +8,22 @@
 //      of every batch are claimed from the pool's atomic counter; each chunk runs the thread's
 //      kernel (plan(): main, or in hybrid mode main on the first main_threads threads and the
 //      fallback on the others) over all M rows. No static split: a slow core takes fewer chunks.
+// All of this is decided once per graph (plan_node(): kernels, slots, chunk, work layout); run()
+// only follows its plan.
 // MUL_MAT_ID experts [K, N, E] packed, x F32 [K, U, T], ids I32 [E_used, T] -> dst F32 [N, E_used, T]:
 //   x packed, routed (slot, token) pairs sorted by expert and their LHS rows gathered, then chunks
 //   of (expert, columns) as above into a scratch output, scattered to dst (no hybrid split).
 // Run-time packing: MUL_MAT with an F16 src0 that is not stored packed (packs_at_run_time()) packs
 //   src0 (all threads, by 16-row groups) into the work buffer before step 1, then runs as above.
 // GET_ROWS w [K, N, B2, B3] packed, ids I32 [R, B2, B3] -> dst F32 [K, R, B2, B3]: rows dequantized
-//   straight from the packed layout (Format::row_to_float), so token embeddings can stay packed.
+//   from the packed layout (Format::unpack of the row's group up to it, into the work buffer), so
+//   token embeddings can stay packed.
 #pragma once
 
 #include <cstddef>
 #include <string>
 
+#include "cpu/packed/kernel.hpp"
 #include "cpu/threadpool.hpp"
 #include "graph/tensor.hpp"
 
@@ -34,18 +38,46 @@ bool reads_packed(const Tensor& node);
 bool packs_at_run_time(const Tensor& node);
 /// True when the packed path can compute node with src0 packed (types, layouts, shapes).
 bool supports_node(const Tensor& node);
-/// Work-buffer bytes for node on nth threads (64-byte aligned start).
-size_t work_size(const Tensor& node, int nth);
-/// Computes node on every thread of the run. Throws Error(InvalidArgument) naming the tensor on an
-/// out-of-range row id (GET_ROWS) or a damaged packed header.
-void run(Tensor& node, ThreadContext& ctx, void* work);
-/// The kernel(s) node runs on nth threads, e.g. "q4_0_q8_0_gemv_1x16_avx512vnni" or
-/// "q4_0_q8_0_gemm_16x16_amx+q4_0_q8_0_gemm_4x16_avx512vnni" (hybrid).
-std::string kernel_name(const Tensor& node, int nth);
 
-/// Columns per chunk for N columns on nth threads (a multiple of kGroupRows): TESSEL_CPU_CHUNK_MULT
-/// groups when set (read once; Error(Environment) naming it on a value outside 1..65536), else
-/// about a quarter of a thread's share.
-int64_t chunk_columns(int64_t N, int nth);
+/// The packed path's settings from the environment, read when a CPU backend is created (never
+/// while it computes).
+struct Tuning {
+    int matrix_cap = 0;      ///< matrix_thread_cap() (TESSEL_CPU_MATRIX_THREADS), 0 = no cap
+    int64_t chunk_mult = 0;  ///< TESSEL_CPU_CHUNK_MULT, 16-column groups per chunk; 0 = unset
+};
+/// Reads Tuning. Throws Error(Environment) naming a variable with a bad value
+/// (TESSEL_CPU_CHUNK_MULT: outside 1..65536).
+Tuning tuning_from_env();
+
+/// What the packed path does for one node on nth threads, decided once per graph (the CPU
+/// backend caches it): the kernels, the weight's slots, the column chunk and where each part
+/// lives in the work buffer (byte offsets, 64-byte aligned).
+struct NodePlan {
+    Plan kernels;                          ///< MUL_MAT_ID: main only (no hybrid split)
+    bool separate_lhs = false;             ///< hybrid: the fallback packs its own LHS
+    bool private_lhs = false;              ///< <= 4 activation rows: each thread packs all of them itself
+    const uint8_t* slot_main = nullptr;    ///< src0 in main's format; nullptr: packed at run time into work
+    const uint8_t* slot_fallback = nullptr;  ///< src0 in the fallback's format
+    const Format* rows_format = nullptr;   ///< GET_ROWS: the slot rows are read from (work: a group per thread)
+    int64_t cols = 0;                      ///< columns per chunk
+    size_t work = 0;                       ///< work-buffer bytes
+    /// MUL_MAT: per-thread scratch of run-time packing (a 16-row group of src0), the LHS (private:
+    /// one area of lhs_per_thread bytes per thread), the fallback's separate LHS.
+    struct { size_t rows = 0, lhs = 0, lhs_fallback = 0, lhs_per_thread = 0; } mm;
+    /// MUL_MAT_ID: packed x rows, per expert the start of its routed (slot, token) pairs, the
+    /// pairs, the routed rows' packed LHS gathered per expert, their F32 outputs.
+    struct { size_t xq = 0, starts = 0, pairs = 0, gathered = 0, out = 0; } id;
+};
+/// Plans node (reads_packed() or packs_at_run_time()) for runs of nth threads. Throws
+/// Error(Unsupported) naming the node when the packed path does not serve it, and
+/// Error(InvalidArgument) naming the tensor when a packed header is damaged.
+NodePlan plan_node(const Tensor& node, int nth, const Tuning& tuning);
+/// Computes node on every thread of the run (ctx.nth = the plan's nth) with `work` holding
+/// plan.work bytes. Throws Error(InvalidArgument) naming the tensor on an out-of-range row id
+/// (GET_ROWS).
+void run(Tensor& node, const NodePlan& plan, ThreadContext& ctx, void* work);
+/// The kernel(s) of the plan, e.g. "q4_0_q8_0_gemv_1x16_avx512vnni" or
+/// "q4_0_q8_0_gemm_16x16_amx+q4_0_q8_0_gemm_4x16_avx512vnni" (hybrid).
+std::string kernel_name(const Tensor& node, const NodePlan& plan);
 
 }  // namespace tessel::cpu::packed
