@@ -25,6 +25,7 @@
 #include <limits>
 
 #include "core/fp16.hpp"
+#include "cpu/kernels/flash_attn_layout.hpp"
 #include "cpu/kernels/kernel.hpp"
 #include "cpu/kernels/vec_math_avx2.hpp"
 #include "cpu/ref/attention.hpp"
@@ -43,35 +44,7 @@ const uint8_t* at(const Tensor& t, int64_t i1, int64_t i2, int64_t i3) {
     return static_cast<const uint8_t*>(t.data) + i1 * t.nb[1] + i2 * t.nb[2] + i3 * t.nb[3];
 }
 
-/// K / V rows this kernel reads: F32, F16, Q8_0 or Q4_0 with back-to-back elements (blocks).
-bool kv_rows(const Tensor& t) {
-    switch (t.type) {
-        case DType::F32: return t.nb[0] == sizeof(float);
-        case DType::F16: return t.nb[0] == sizeof(uint16_t);
-        case DType::Q8_0: return t.ne[0] % quant::QK8_0 == 0 && t.nb[0] == sizeof(quant::block_q8_0);
-        case DType::Q4_0: return t.ne[0] % quant::QK4_0 == 0 && t.nb[0] == sizeof(quant::block_q4_0);
-        default: return false;
-    }
-}
-
-bool fa_supports(const Tensor& dst) {
-    if (dst.op != Op::FLASH_ATTN_EXT || !f32_rows(dst)) return false;
-    const Tensor* q = dst.src[0];
-    const Tensor* k = dst.src[1];
-    const Tensor* v = dst.src[2];
-    const Tensor* mask = dst.src[3];
-    const Tensor* sinks = dst.src[4];
-    if (!q || !k || !v || !f32_rows(*q) || !kv_rows(*k) || !kv_rows(*v)) return false;
-    const int64_t T = q->ne[1], H = q->ne[2], B = q->ne[3], KV = k->ne[1];
-    if (k->ne[0] != q->ne[0] || v->ne[1] != KV) return false;
-    if (H % k->ne[2] != 0 || B % k->ne[3] != 0 || H % v->ne[2] != 0 || B % v->ne[3] != 0) return false;
-    if (mask) {
-        const bool rows = (mask->type == DType::F16 && mask->nb[0] == 2) || (mask->type == DType::F32 && mask->nb[0] == 4);
-        if (!rows || mask->ne[0] != KV || mask->ne[1] < T || H % mask->ne[2] != 0 || B % mask->ne[3] != 0) return false;
-    }
-    if (sinks && (sinks->type != DType::F32 || sinks->ne[0] != H || sinks->n_rows() != 1)) return false;
-    return dst.ne[0] == v->ne[0] && dst.ne[1] == H && dst.ne[2] == T && dst.ne[3] == B;
-}
+bool fa_supports(const Tensor& dst) { return flash_attn_layout_ok(dst, INT64_MAX); }
 
 /// One thread's scratch (floats): kQueries query rows (D8 each), accumulators (Dv8 each) and
 /// score rows (kTile each), then a K tile (kTile × D8) and a V tile (kTile × Dv8).

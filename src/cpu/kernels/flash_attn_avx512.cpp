@@ -30,6 +30,7 @@
 #include <limits>
 #include <utility>
 
+#include "cpu/kernels/flash_attn_layout.hpp"
 #include "cpu/kernels/kernel.hpp"
 #include "cpu/ref/attention.hpp"
 #include "quant/blocks.hpp"
@@ -117,41 +118,14 @@ void transpose16(const float* src, int64_t src_stride, float* dst, int64_t dst_s
 
 // ---- support and scratch ------------------------------------------------------------------------
 
-/// K / V rows this kernel reads: F32, F16, Q8_0 or Q4_0 with back-to-back elements (blocks).
-bool kv_rows(const Tensor& t) {
-    if (t.ne[0] > kMaxDim) return false;
-    switch (t.type) {
-        case DType::F32: return t.nb[0] == sizeof(float);
-        case DType::F16: return t.nb[0] == sizeof(uint16_t);
-        case DType::Q8_0: return t.ne[0] % quant::QK8_0 == 0 && t.nb[0] == sizeof(quant::block_q8_0);
-        case DType::Q4_0: return t.ne[0] % quant::QK4_0 == 0 && t.nb[0] == sizeof(quant::block_q4_0);
-        default: return false;
-    }
-}
-
 /// Query heads per group sharing both their K and their V head.
 int64_t group_heads(const Tensor& q, const Tensor& k, const Tensor& v) {
     return gcd(q.ne[2] / k.ne[2], q.ne[2] / v.ne[2]);
 }
 
 bool fa_supports(const Tensor& dst) {
-    if (dst.op != Op::FLASH_ATTN_EXT || !f32_rows(dst)) return false;
-    const Tensor* q = dst.src[0];
-    const Tensor* k = dst.src[1];
-    const Tensor* v = dst.src[2];
-    const Tensor* mask = dst.src[3];
-    const Tensor* sinks = dst.src[4];
-    if (!q || !k || !v || !f32_rows(*q) || !kv_rows(*k) || !kv_rows(*v)) return false;
-    const int64_t T = q->ne[1], H = q->ne[2], B = q->ne[3], KV = k->ne[1];
-    if (k->ne[0] != q->ne[0] || v->ne[1] != KV) return false;
-    if (H % k->ne[2] != 0 || B % k->ne[3] != 0 || H % v->ne[2] != 0 || B % v->ne[3] != 0) return false;
-    if (group_heads(*q, *k, *v) * T < kMinRows) return false;
-    if (mask) {
-        const bool rows = (mask->type == DType::F16 && mask->nb[0] == 2) || (mask->type == DType::F32 && mask->nb[0] == 4);
-        if (!rows || mask->ne[0] != KV || mask->ne[1] < T || H % mask->ne[2] != 0 || B % mask->ne[3] != 0) return false;
-    }
-    if (sinks && (sinks->type != DType::F32 || sinks->ne[0] != H || sinks->n_rows() != 1)) return false;
-    return dst.ne[0] == v->ne[0] && dst.ne[1] == H && dst.ne[2] == T && dst.ne[3] == B;
+    return flash_attn_layout_ok(dst, kMaxDim) &&
+           group_heads(*dst.src[0], *dst.src[1], *dst.src[2]) * dst.src[0]->ne[1] >= kMinRows;
 }
 
 /// One thread's scratch (floats; D16, V16: D and Dv rounded up to 16): the block's transposed
