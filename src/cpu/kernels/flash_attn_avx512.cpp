@@ -18,10 +18,10 @@
 //
 // Work items (batch, row block, head group; head groups fastest so successive items share mask
 // rows) come from the pool's chunk counter, heaviest (last) blocks first; each output row is
-// computed by one item, so the result does not depend on the thread count. Head groups of fewer
-// than 16 rows (G·T: decode steps) would leave lanes idle; supports() declines them and the AVX2
-// kernel runs (Zen 4, one decode thread: the AVX2 kernel ~7% faster at 8 rows, this one 1.6x
-// faster at 16).
+// computed by one item, so the result does not depend on the thread count. A row's arithmetic
+// does not depend on the other rows of its block either (a tile skipped for the block adds exact
+// zeros to a row that would not skip it), and the kernel takes every shape, decode steps too
+// (lanes left idle there), so logits do not depend on how tokens are split into ubatches.
 // Arithmetic is float (the test-ops bound for this op is NMSE 5e-4).
 #include "cpu/kernels/avx512_intrinsics.hpp"  // first: <immintrin.h> without g++ 12's false warnings
 
@@ -40,7 +40,6 @@ namespace {
 
 constexpr int kLanes = 16;         // query rows per block (one vector of row lanes)
 constexpr int64_t kTile = 16;      // keys per tile (one GEMM step; 16 beat 32 on Zen 4: L1 footprint)
-constexpr int64_t kMinRows = 16;   // fewer rows per head group (G·T): the AVX2 kernel runs
 constexpr int64_t kMaxDim = 256;   // largest D and Dv (the GEMM's row stride is a template)
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
@@ -123,10 +122,7 @@ int64_t group_heads(const Tensor& q, const Tensor& k, const Tensor& v) {
     return gcd(q.ne[2] / k.ne[2], q.ne[2] / v.ne[2]);
 }
 
-bool fa_supports(const Tensor& dst) {
-    return flash_attn_layout_ok(dst, kMaxDim) &&
-           group_heads(*dst.src[0], *dst.src[1], *dst.src[2]) * dst.src[0]->ne[1] >= kMinRows;
-}
+bool fa_supports(const Tensor& dst) { return flash_attn_layout_ok(dst, kMaxDim); }
 
 /// One thread's scratch (floats; D16, V16: D and Dv rounded up to 16): the block's transposed
 /// queries qt [D16][16] and accumulators ot [V16][16], scores / probabilities st and mask mt
