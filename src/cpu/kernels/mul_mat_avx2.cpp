@@ -14,7 +14,7 @@ using namespace quant;
 template <class Dec, class X, DType kW, DType kX>
 struct Avx2Kernel {
     static constexpr DType kWeight = kW, kAct = kX;
-    static constexpr int kMr = 4, kNr = 2, kGemvNr = 4;
+    static constexpr int kMr = 4, kNr = 2, kGemvNr = 4, kNStep = 16;
     static bool usable(const CpuFeatures& f) { return has_avx2_tier(f); }
     template <int MR, int NR>
     static void tile(const uint8_t* w, size_t w_stride, const mm::TileRows<MR>& rows, int64_t n_blocks) {

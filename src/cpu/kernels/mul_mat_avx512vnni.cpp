@@ -145,7 +145,7 @@ void row_tile(const uint8_t* w, size_t w_stride, const mm::TileRows<MR>& rows, i
 template <class Dec, class X, DType kW, DType kX>
 struct VnniKernel {
     static constexpr DType kWeight = kW, kAct = kX;
-    static constexpr int kMr = 4, kNr = 8, kGemvNr = 8;
+    static constexpr int kMr = 4, kNr = 8, kGemvNr = 8, kNStep = 16;
     static bool usable(const CpuFeatures& f) { return has_avx512vnni_tier(f); }
     template <int MR, int NR>
     static void tile(const uint8_t* w, size_t w_stride, const mm::TileRows<MR>& rows, int64_t n_blocks) {

@@ -8,6 +8,7 @@
 //   static constexpr DType kAct;             type the F32 activation rows are quantized to
 //   static constexpr int kMr, kNr;           GEMM tile: kMr activation rows x kNr weight rows
 //   static constexpr int kGemvNr;            GEMV (one activation row) tile: 1 x kGemvNr
+//   static constexpr int kNStep;             weight rows per work item, a multiple of kNr and kGemvNr
 //   static constexpr const char* kGemmName;  `<weight>_<act>_gemm_<mr>x<nr>_<isa>`
 //   static constexpr const char* kGemvName;  `<weight>_<act>_gemv_1x<nr>_<isa>`
 //   static bool usable(const CpuFeatures&);
@@ -18,7 +19,7 @@
 //
 // Phases of a run: (1) every thread quantizes a contiguous share of the activation rows into the
 // shared work buffer (quant::quantize_row, so the packed activations are the reference's);
-// barrier; (2) work items (a chunk of kChunk weight rows of one weight matrix) are claimed from
+// barrier; (2) work items (a chunk of D::kNStep weight rows of one weight matrix) are claimed from
 // the pool's chunk counter, and each item runs every activation row that uses that matrix in
 // tiles. Every output is computed by one tile call whose summation order does not depend on the
 // thread count, so results are identical for any number of threads.
@@ -40,9 +41,6 @@ struct TileRows {
     float* out[MR];
 };
 
-/// Weight rows per work item (a multiple of every kernel's kNr and kGemvNr).
-constexpr int64_t kChunk = 16;
-
 /// Runs the tiles of one item: weight rows [0, n_rows) starting at w (stride w_stride) against
 /// activation rows 0..M-1, given by x_at(m) (quantized row) and out_at(m) (output row at the
 /// item's first column).
@@ -62,6 +60,7 @@ void run_item(const uint8_t* w, size_t w_stride, int64_t n_rows, int64_t M, XAt 
             D::template tile<MR, 1>(w + n * w_stride, w_stride, r, n_blocks);
         }
     };
+    static_assert(D::kNStep % D::kNr == 0 && D::kNStep % D::kGemvNr == 0, "an item holds whole tiles");
     int64_t m = 0;
     if (M >= D::kMr) {
         for (; m + D::kMr <= M; m += D::kMr) {
@@ -122,11 +121,11 @@ void run_mul_mat(Tensor& dst, ThreadContext& ctx, void* work) {
     }, xq);
     ctx.barrier();
 
-    const int64_t chunks = (N + kChunk - 1) / kChunk;
+    const int64_t chunks = (N + D::kNStep - 1) / D::kNStep;
     const int64_t n_blocks = K / static_cast<int64_t>(dtype_info(D::kWeight).block_size);
     ctx.for_chunks(chunks * B2 * B3, 1, [&](int64_t item, int64_t) {
         const int64_t c = item % chunks, i2 = item / chunks % B2, i3 = item / (chunks * B2);
-        const int64_t n0 = c * kChunk, n_rows = std::min(kChunk, N - n0);
+        const int64_t n0 = c * D::kNStep, n_rows = std::min<int64_t>(D::kNStep, N - n0);
         const uint8_t* wrows = static_cast<const uint8_t*>(w.data) + n0 * w.nb[1] + (i2 / r2) * w.nb[2] + (i3 / r3) * w.nb[3];
         const uint8_t* xbatch = xq + (M * (i2 + B2 * i3)) * xq_row;
         uint8_t* obatch = dd + i2 * dst.nb[2] + i3 * dst.nb[3] + n0 * sizeof(float);
@@ -183,10 +182,10 @@ void run_mul_mat_id(Tensor& dst, ThreadContext& ctx, void* work) {
     if (ctx.ith == 0) route_experts(dst, starts, pairs);
     ctx.barrier();
 
-    const int64_t chunks = (N + kChunk - 1) / kChunk;
+    const int64_t chunks = (N + D::kNStep - 1) / D::kNStep;
     const int64_t n_blocks = K / static_cast<int64_t>(dtype_info(D::kWeight).block_size);
     ctx.for_chunks(chunks * E, 1, [&](int64_t item, int64_t) {
-        const int64_t ex = item / chunks, n0 = item % chunks * kChunk, n_rows = std::min(kChunk, N - n0);
+        const int64_t ex = item / chunks, n0 = item % chunks * D::kNStep, n_rows = std::min<int64_t>(D::kNStep, N - n0);
         const int32_t* routed = pairs + 2 * starts[ex];
         const int64_t count = starts[ex + 1] - starts[ex];
         if (count == 0) return;

@@ -12,7 +12,7 @@ namespace {
 template <class Dec, DType kW>
 struct KQuantKernel {
     static constexpr DType kWeight = kW, kAct = DType::Q8_K;
-    static constexpr int kMr = 8, kNr = 1, kGemvNr = 4;
+    static constexpr int kMr = 8, kNr = 1, kGemvNr = 4, kNStep = 16;
     static bool usable(const CpuFeatures& f) { return has_avx2_tier(f); }
     template <int MR, int NR>
     static void tile(const uint8_t* w, size_t w_stride, const mm::TileRows<MR>& rows, int64_t n_blocks) {

@@ -10,7 +10,10 @@
 //             byte (2 for 4-bit quants: low and high nibble, 16 apart in 32-element blocks, 32 apart
 //             in K-quant super-blocks; 1 otherwise); f16x16 kernels
 //             step one fp16 K-element (kr = 2 bytes) of each row at a time
-//   m_step    rows of LHS the GEMM consumes per call unit (= mr); n_step = 16 (one group): a call
+//   m_step    rows of LHS the GEMM consumes per call unit (= mr); the driver passes all M rows of a
+//             batch in one call
+//   n_step    weight rows (output columns) per work step, a multiple of the format's 16-row group:
+//             the driver's column chunks are whole n_steps (16 for every kernel here), so a call
 //             starts at a group and may end inside one
 // Names follow `<weight>_<activation>_{gemm,gemv}_<mr>x<nr>_<isa>`. ISA code lives in per-ISA
 // translation units (packed_<isa>.cpp); the tables of the tiers this CPU cannot run are never

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 
 #include "core/cpu_features.hpp"
 #include "cpu/kernels/kernel.hpp"
@@ -120,12 +121,17 @@ void pack_rows(const Kernel& k, const Tensor& x, int64_t begin, int64_t end, uin
     }
 }
 
-/// Columns per chunk for N columns on nth threads (a multiple of kGroupRows): `mult` groups
-/// (Tuning::chunk_mult) when non-zero, else about a quarter of a thread's share.
-int64_t chunk_columns(int64_t N, int nth, int64_t mult) {
-    const int64_t groups = (N + kGroupRows - 1) / kGroupRows;
-    if (mult == 0) mult = std::max<int64_t>(1, groups / (4 * static_cast<int64_t>(nth)));
-    return mult * kGroupRows;
+/// Columns per chunk for N columns on nth threads, a multiple of step (the kernels' n_step): `mult`
+/// steps (Tuning::chunk_mult) when non-zero, else about a quarter of a thread's share.
+int64_t chunk_columns(int64_t N, int nth, int64_t mult, int64_t step) {
+    const int64_t steps = (N + step - 1) / step;
+    if (mult == 0) mult = std::max<int64_t>(1, steps / (4 * static_cast<int64_t>(nth)));
+    return mult * step;
+}
+
+/// The column step of a plan: every kernel's calls start at a multiple of its n_step.
+int64_t plan_step(const Plan& k) {
+    return k.fallback ? std::lcm<int64_t>(k.main->n_step, k.fallback->n_step) : k.main->n_step;
 }
 
 /// MUL_MAT work layout: [run-time packed src0][per-thread row scratch][LHS: shared (main, then the
@@ -335,7 +341,7 @@ NodePlan plan_node(const Tensor& node, int nth, const Tuning& tuning) {
     const int plan_threads = node.op == Op::MUL_MAT_ID ? 1 : nth;  // MUL_MAT_ID: no hybrid split
     p.kernels = plan(chain(w.type, usable_cpu_features()), rows_per_matrix(node), plan_threads, tuning.matrix_cap);
     p.separate_lhs = p.kernels.fallback && p.kernels.fallback->pack_lhs != p.kernels.main->pack_lhs;
-    p.cols = chunk_columns(w.ne[1], nth, tuning.chunk_mult);
+    p.cols = chunk_columns(w.ne[1], nth, tuning.chunk_mult, plan_step(p.kernels));
     if (stored) {
         p.slot_main = slot_data(w, *p.kernels.main->format);
         if (p.kernels.fallback) p.slot_fallback = slot_data(w, *p.kernels.fallback->format);

@@ -43,7 +43,7 @@ bool supports_node(const Tensor& node);
 /// while it computes).
 struct Tuning {
     int matrix_cap = 0;      ///< matrix_thread_cap() (TESSEL_CPU_MATRIX_THREADS), 0 = no cap
-    int64_t chunk_mult = 0;  ///< TESSEL_CPU_CHUNK_MULT, 16-column groups per chunk; 0 = unset
+    int64_t chunk_mult = 0;  ///< TESSEL_CPU_CHUNK_MULT, kernel n_steps (columns) per chunk; 0 = unset
 };
 /// Reads Tuning. Throws Error(Environment) naming a variable with a bad value
 /// (TESSEL_CPU_CHUNK_MULT: outside 1..65536).
