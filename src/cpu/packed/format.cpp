@@ -1,9 +1,6 @@
 #include "cpu/packed/format.hpp"
 
 #include <cstring>
-#include <vector>
-
-#include "quant/quant.hpp"
 
 namespace tessel::cpu::packed {
 namespace {
@@ -50,15 +47,6 @@ struct QuantLayout {
                 }
         }
     }
-
-    void row_to_float(DType type, const uint8_t* packed, int64_t row, int64_t k, float* out) const {
-        const int64_t nb = k / block, j = row % kGroupRows, bb = block_bytes();
-        const uint8_t* group = packed + (row / kGroupRows) * static_cast<int64_t>(group_bytes(k));
-        std::vector<uint8_t> plain(static_cast<size_t>(nb * bb));
-        for (int64_t b = 0; b < nb; ++b)
-            for (int64_t i = 0; i < bb; ++i) plain[static_cast<size_t>(b * bb + i)] = group[b * kGroupRows * bb + position(j, i)];
-        quant::dequantize_row(type, plain.data(), out, k);
-    }
 };
 
 constexpr QuantLayout kQ4_0{32, 1, 16}, kIQ4_NL{32, 1, 16}, kQ4_1{32, 2, 16}, kQ5_0{32, 1, 20}, kQ8_0{32, 1, 32};
@@ -76,27 +64,19 @@ void q4_0_unpack(const uint8_t* s, uint8_t* d, int64_t n, int64_t k) { kQ4_0.per
 void q4_1_unpack(const uint8_t* s, uint8_t* d, int64_t n, int64_t k) { kQ4_1.permute(false, s, d, n, k); }
 void q5_0_unpack(const uint8_t* s, uint8_t* d, int64_t n, int64_t k) { kQ5_0.permute(false, s, d, n, k); }
 void q8_0_unpack(const uint8_t* s, uint8_t* d, int64_t n, int64_t k) { kQ8_0.permute(false, s, d, n, k); }
-void q4_0_row(const uint8_t* p, int64_t r, int64_t k, float* o) { kQ4_0.row_to_float(DType::Q4_0, p, r, k, o); }
-void q4_1_row(const uint8_t* p, int64_t r, int64_t k, float* o) { kQ4_1.row_to_float(DType::Q4_1, p, r, k, o); }
-void q5_0_row(const uint8_t* p, int64_t r, int64_t k, float* o) { kQ5_0.row_to_float(DType::Q5_0, p, r, k, o); }
-void q8_0_row(const uint8_t* p, int64_t r, int64_t k, float* o) { kQ8_0.row_to_float(DType::Q8_0, p, r, k, o); }
 
 size_t q4_K_group_bytes(int64_t k) { return kQ4_K.group_bytes(k); }
 void q4_K_pack(const uint8_t* s, uint8_t* d, int64_t n, int64_t k) { kQ4_K.permute(true, s, d, n, k); }
 void q4_K_unpack(const uint8_t* s, uint8_t* d, int64_t n, int64_t k) { kQ4_K.permute(false, s, d, n, k); }
-void q4_K_row(const uint8_t* p, int64_t r, int64_t k, float* o) { kQ4_K.row_to_float(DType::Q4_K, p, r, k, o); }
 size_t q5_K_group_bytes(int64_t k) { return kQ5_K.group_bytes(k); }
 void q5_K_pack(const uint8_t* s, uint8_t* d, int64_t n, int64_t k) { kQ5_K.permute(true, s, d, n, k); }
 void q5_K_unpack(const uint8_t* s, uint8_t* d, int64_t n, int64_t k) { kQ5_K.permute(false, s, d, n, k); }
-void q5_K_row(const uint8_t* p, int64_t r, int64_t k, float* o) { kQ5_K.row_to_float(DType::Q5_K, p, r, k, o); }
 size_t iq4_nl_group_bytes(int64_t k) { return kIQ4_NL.group_bytes(k); }
 void iq4_nl_pack(const uint8_t* s, uint8_t* d, int64_t n, int64_t k) { kIQ4_NL.permute(true, s, d, n, k); }
 void iq4_nl_unpack(const uint8_t* s, uint8_t* d, int64_t n, int64_t k) { kIQ4_NL.permute(false, s, d, n, k); }
-void iq4_nl_row(const uint8_t* p, int64_t r, int64_t k, float* o) { kIQ4_NL.row_to_float(DType::IQ4_NL, p, r, k, o); }
 size_t q6_K_group_bytes(int64_t k) { return kQ6_K.group_bytes(k); }
 void q6_K_pack(const uint8_t* s, uint8_t* d, int64_t n, int64_t k) { kQ6_K.permute(true, s, d, n, k); }
 void q6_K_unpack(const uint8_t* s, uint8_t* d, int64_t n, int64_t k) { kQ6_K.permute(false, s, d, n, k); }
-void q6_K_row(const uint8_t* p, int64_t r, int64_t k, float* o) { kQ6_K.row_to_float(DType::Q6_K, p, r, k, o); }
 
 // f16x16: element k of row j at group + (k * 16 + j) * 2.
 size_t f16_group_bytes(int64_t k) { return static_cast<size_t>(kGroupRows * k * 2); }
@@ -116,23 +96,17 @@ void f16_permute(const uint8_t* src, uint8_t* dst, int64_t n, int64_t k) {
 }
 void f16_pack(const uint8_t* src, uint8_t* dst, int64_t n, int64_t k) { f16_permute<true>(src, dst, n, k); }
 void f16_unpack(const uint8_t* src, uint8_t* dst, int64_t n, int64_t k) { f16_permute<false>(src, dst, n, k); }
-void f16_row_to_float(const uint8_t* packed, int64_t row, int64_t k, float* out) {
-    const uint8_t* group = packed + (row / kGroupRows) * static_cast<int64_t>(f16_group_bytes(k));
-    std::vector<uint16_t> plain(static_cast<size_t>(k));
-    for (int64_t e = 0; e < k; ++e) std::memcpy(&plain[static_cast<size_t>(e)], group + (e * kGroupRows + row % kGroupRows) * 2, 2);
-    quant::dequantize_row(DType::F16, plain.data(), out, k);
-}
 
 constexpr Format kFormats[] = {
-    {FormatId::Q4_0x16, "q4_0x16", DType::Q4_0, q4_0_group_bytes, q4_0_pack, q4_0_unpack, q4_0_row},
-    {FormatId::Q4_1x16, "q4_1x16", DType::Q4_1, q4_1_group_bytes, q4_1_pack, q4_1_unpack, q4_1_row},
-    {FormatId::Q8_0x16, "q8_0x16", DType::Q8_0, q8_0_group_bytes, q8_0_pack, q8_0_unpack, q8_0_row},
-    {FormatId::F16x16, "f16x16", DType::F16, f16_group_bytes, f16_pack, f16_unpack, f16_row_to_float},
-    {FormatId::Q5_0x16, "q5_0x16", DType::Q5_0, q5_0_group_bytes, q5_0_pack, q5_0_unpack, q5_0_row},
-    {FormatId::Q4_Kx16, "q4_Kx16", DType::Q4_K, q4_K_group_bytes, q4_K_pack, q4_K_unpack, q4_K_row},
-    {FormatId::Q6_Kx16, "q6_Kx16", DType::Q6_K, q6_K_group_bytes, q6_K_pack, q6_K_unpack, q6_K_row},
-    {FormatId::Q5_Kx16, "q5_Kx16", DType::Q5_K, q5_K_group_bytes, q5_K_pack, q5_K_unpack, q5_K_row},
-    {FormatId::IQ4_NLx16, "iq4_nlx16", DType::IQ4_NL, iq4_nl_group_bytes, iq4_nl_pack, iq4_nl_unpack, iq4_nl_row},
+    {FormatId::Q4_0x16, "q4_0x16", DType::Q4_0, q4_0_group_bytes, q4_0_pack, q4_0_unpack},
+    {FormatId::Q4_1x16, "q4_1x16", DType::Q4_1, q4_1_group_bytes, q4_1_pack, q4_1_unpack},
+    {FormatId::Q8_0x16, "q8_0x16", DType::Q8_0, q8_0_group_bytes, q8_0_pack, q8_0_unpack},
+    {FormatId::F16x16, "f16x16", DType::F16, f16_group_bytes, f16_pack, f16_unpack},
+    {FormatId::Q5_0x16, "q5_0x16", DType::Q5_0, q5_0_group_bytes, q5_0_pack, q5_0_unpack},
+    {FormatId::Q4_Kx16, "q4_Kx16", DType::Q4_K, q4_K_group_bytes, q4_K_pack, q4_K_unpack},
+    {FormatId::Q6_Kx16, "q6_Kx16", DType::Q6_K, q6_K_group_bytes, q6_K_pack, q6_K_unpack},
+    {FormatId::Q5_Kx16, "q5_Kx16", DType::Q5_K, q5_K_group_bytes, q5_K_pack, q5_K_unpack},
+    {FormatId::IQ4_NLx16, "iq4_nlx16", DType::IQ4_NL, iq4_nl_group_bytes, iq4_nl_pack, iq4_nl_unpack},
 };
 
 }  // namespace

@@ -59,8 +59,6 @@ struct Format {
     void (*pack)(const uint8_t* src, uint8_t* dst, int64_t n, int64_t k);
     /// The inverse: writes the n original GGUF rows from the packed form.
     void (*unpack)(const uint8_t* src, uint8_t* dst, int64_t n, int64_t k);
-    /// Dequantizes row `row` (0 <= row < n) of a packed tensor into out[0..k).
-    void (*row_to_float)(const uint8_t* packed, int64_t row, int64_t k, float* out);
 };
 
 /// Every format. Pure data; the pack/unpack code is scalar and architecture-neutral.

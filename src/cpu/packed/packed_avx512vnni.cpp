@@ -18,29 +18,12 @@
 // then acc += (d_w * d_x) * dot in float lanes. Every output is computed by the same sequence of
 // operations whatever the tile it falls in, so it depends only on its inputs (never on the
 // thread count or the call's column range); the GEMV is the 1-row tile.
-#include "cpu/packed/lhs_avx512.hpp"  // first: it includes <immintrin.h> with g++'s false warnings silenced
+#include "cpu/packed/scaled_tile_avx512vnni.hpp"  // first: it includes <immintrin.h> with g++'s false warnings silenced
 
 #include <algorithm>
-#include <cstring>
-
-#include "cpu/packed/kernel.hpp"
-#include "cpu/packed/quant_traits.hpp"
-#include "cpu/packed/row_tiles.hpp"
 
 namespace tessel::cpu::packed {
 namespace {
-
-/// dot + vpdpbusd(w, the int32 at p broadcast), the broadcast embedded in the instruction.
-inline __m512i dpbusd_bcast(__m512i dot, __m512i w, const uint8_t* p) {
-    asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(dot) : "v"(w), "m"(*reinterpret_cast<const int32_t*>(p)));
-    return dot;
-}
-
-inline float f32_at(const uint8_t* p) {
-    float v;
-    std::memcpy(&v, p, 4);
-    return v;
-}
 
 /// MR activation rows (starting at row i0) times one group (16 columns) over all blocks.
 template <class W, int MR>

@@ -5,7 +5,8 @@
 //         integer dot of the codes, times sc_j (vpmulld), summed; the mins need only the
 //         activation's sums per sub-block (two of Q8_K's bsums of 16: m_j is put in both 16-bit
 //         halves of its lane, and vpdpwssd against the bsum pair gives m_j * (bsum_2j + bsum_2j+1)).
-//         acc += d_x * (d_w * sum sc_j dot_j - dmin_w * sum m_j bsum_j).
+//         acc += d_x * (d_w * sum sc_j dot_j - dmin_w * sum m_j bsum_j), the mins summed after the
+//         dots so that MR = 8 rows' sums and accumulators fit in the 32 zmm registers.
 //   Q5_K  as Q4_K, the code's bit 4 taken from the qh registers (codes <= 31).
 //   Q6_K  value = d * sc_s * (code - 32) for 16-element group s (int8 sc_s): each group's dot
 //         starts at -32 * bsum_s, is multiplied by sc_s and summed; acc += d_x * d_w * sum.
@@ -14,17 +15,13 @@
 // result of an output depends only on its inputs (never on the thread count or column range).
 // The loops over sub-blocks and registers are unrolled (GCC unroll pragmas): their shift counts
 // and offsets become immediates.
-#include "cpu/packed/lhs_avx512.hpp"  // first: it includes <immintrin.h> with g++'s false warnings silenced
+#include "cpu/packed/scaled_tile_avx512vnni.hpp"  // first: it includes <immintrin.h> with g++'s false warnings silenced
 
 #include <algorithm>
-#include <cstring>
 #include <type_traits>
 
-#include "cpu/packed/kernel.hpp"
 #include "cpu/packed/kquant_traits.hpp"
 #include "cpu/packed/lhs_q8k_avx2.hpp"
-#include "cpu/packed/quant_traits.hpp"
-#include "cpu/packed/row_tiles.hpp"
 
 namespace tessel::cpu::packed {
 namespace {
@@ -32,11 +29,6 @@ namespace {
 __m512i load64(const uint8_t* p) { return _mm512_loadu_si512(p); }
 __m512i srl32(__m512i v, int n) { return _mm512_srl_epi32(v, _mm_cvtsi32_si128(n)); }
 __m512i sll32(__m512i v, int n) { return _mm512_sll_epi32(v, _mm_cvtsi32_si128(n)); }
-float f32_at(const uint8_t* p) {
-    float v;
-    std::memcpy(&v, p, 4);
-    return v;
-}
 int16_t i16_at(const uint8_t* p) {
     int16_t v;
     std::memcpy(&v, p, 2);
@@ -59,13 +51,11 @@ void q45k_tile(const GemmArgs& a, int64_t i0, const uint8_t* group, float* const
         const __m512i mn[2] = {_mm512_and_si512(s1, m3f), _mm512_or_si512(_mm512_and_si512(srl32(s2, 4), m0f), _mm512_and_si512(srl32(s1, 2), m30))};
         const uint8_t* x[MR];
         for (int i = 0; i < MR; ++i) x[i] = a.lhs + (i0 + i) * a.lhs_stride + sb * kQ8KBytes;
-        __m512i isum[MR], msum[MR];
-        for (int i = 0; i < MR; ++i) isum[i] = msum[i] = _mm512_setzero_si512();
+        __m512i isum[MR];
+        for (int i = 0; i < MR; ++i) isum[i] = _mm512_setzero_si512();
         #pragma GCC unroll 16
         for (int j = 0; j < 8; ++j) {
             const __m512i scj = _mm512_and_si512(srl32(sc[j / 4], 8 * (j % 4)), mff);
-            const __m512i mnj = _mm512_and_si512(srl32(mn[j / 4], 8 * (j % 4)), mff);
-            const __m512i mn2 = _mm512_or_si512(mnj, _mm512_slli_epi32(mnj, 16));  // m_j in both 16-bit halves
             __m512i op[8];
             #pragma GCC unroll 16
             for (int q = 0; q < 8; ++q) {
@@ -75,22 +65,31 @@ void q45k_tile(const GemmArgs& a, int64_t i0, const uint8_t* group, float* const
                     op[q] = _mm512_or_si512(op[q], _mm512_and_si512(j <= 4 ? sll32(qh, 4 - j) : srl32(qh, j - 4), bit4));
                 }
             }
+            #pragma GCC unroll 16
             for (int i = 0; i < MR; ++i) {
                 const uint8_t* xq = x[i] + kQ8KQs + 32 * j;
                 __m512i dot = _mm512_setzero_si512();
                 #pragma GCC unroll 16
-                for (int q = 0; q < 8; ++q) dot = _mm512_dpbusd_epi32(dot, op[q], _mm512_set1_epi32(i32_at(xq + 4 * q)));
+                for (int q = 0; q < 8; ++q) dot = dpbusd_bcast(dot, op[q], xq + 4 * q);
                 isum[i] = _mm512_add_epi32(isum[i], _mm512_mullo_epi32(dot, scj));
-                msum[i] = _mm512_dpwssd_epi32(msum[i], mn2, _mm512_set1_epi32(i32_at(x[i] + kQ8KBsums + 4 * j)));
             }
         }
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g + L::kD)));
-        const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g + L::kDmin)));
-        for (int i = 0; i < MR; ++i) {
-            const __m512 dx = _mm512_set1_ps(f32_at(x[i] + kQ8KD));
-            acc[i] = _mm512_fmadd_ps(_mm512_mul_ps(dw, dx), _mm512_cvtepi32_ps(isum[i]), acc[i]);
-            acc[i] = _mm512_fnmadd_ps(_mm512_mul_ps(dmin, dx), _mm512_cvtepi32_ps(msum[i]), acc[i]);
+        #pragma GCC unroll 16
+        for (int i = 0; i < MR; ++i) acc[i] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(f32_at(x[i] + kQ8KD))), _mm512_cvtepi32_ps(isum[i]), acc[i]);
+        // the mins after the codes, so their per-row sums need no registers during the dots
+        __m512i msum[MR];
+        for (int i = 0; i < MR; ++i) msum[i] = _mm512_setzero_si512();
+        #pragma GCC unroll 16
+        for (int j = 0; j < 8; ++j) {
+            const __m512i mnj = _mm512_and_si512(srl32(mn[j / 4], 8 * (j % 4)), mff);
+            const __m512i mn2 = _mm512_or_si512(mnj, _mm512_slli_epi32(mnj, 16));  // m_j in both 16-bit halves
+            #pragma GCC unroll 16
+            for (int i = 0; i < MR; ++i) msum[i] = _mm512_dpwssd_epi32(msum[i], mn2, _mm512_set1_epi32(i32_at(x[i] + kQ8KBsums + 4 * j)));
         }
+        const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g + L::kDmin)));
+        #pragma GCC unroll 16
+        for (int i = 0; i < MR; ++i) acc[i] = _mm512_fnmadd_ps(_mm512_mul_ps(dmin, _mm512_set1_ps(f32_at(x[i] + kQ8KD))), _mm512_cvtepi32_ps(msum[i]), acc[i]);
     }
     const __mmask16 mask = n_cols >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n_cols) - 1);
     for (int i = 0; i < MR; ++i) _mm512_mask_storeu_ps(out[i], mask, acc[i]);
@@ -128,7 +127,7 @@ void q6k_tile(const GemmArgs& a, int64_t i0, const uint8_t* group, float* const*
                     const uint8_t* xq = x[i] + kQ8KQs + 16 * s;
                     __m512i dot = _mm512_set1_epi32(-32 * i16_at(x[i] + kQ8KBsums + 2 * s));
                     #pragma GCC unroll 16
-                    for (int q = 0; q < 4; ++q) dot = _mm512_dpbusd_epi32(dot, op[4 * half + q], _mm512_set1_epi32(i32_at(xq + 4 * q)));
+                    for (int q = 0; q < 4; ++q) dot = dpbusd_bcast(dot, op[4 * half + q], xq + 4 * q);
                     isum[i] = _mm512_add_epi32(isum[i], _mm512_mullo_epi32(dot, scs));
                 }
             }
@@ -160,14 +159,14 @@ void gemm(const GemmArgs& a) {
 
 void pack_q8_k(const float* x, size_t x_stride, uint8_t* dst, int64_t m, int64_t k) { quantize_q8k_rows(x, x_stride, dst, m, k); }
 
-constexpr int kMr = 4;
+constexpr int kMr = 8;
 
 constinit Kernel table[] = {
-    {"q4_K_q8_K_gemm_4x16_avx512vnni", "q4_K_q8_K_gemv_1x16_avx512vnni", CpuTier::Avx512Vnni, false, DType::Q4_K, DType::Q8_K, kMr, 16,
+    {"q4_K_q8_K_gemm_8x16_avx512vnni", "q4_K_q8_K_gemv_1x16_avx512vnni", CpuTier::Avx512Vnni, false, DType::Q4_K, DType::Q8_K, kMr, 16,
      4, 2, kMr, 16, 1, pack_q8_k, gemm<Q4KLayout, kMr>, gemm<Q4KLayout, 1>},
-    {"q5_K_q8_K_gemm_4x16_avx512vnni", "q5_K_q8_K_gemv_1x16_avx512vnni", CpuTier::Avx512Vnni, false, DType::Q5_K, DType::Q8_K, kMr, 16,
+    {"q5_K_q8_K_gemm_8x16_avx512vnni", "q5_K_q8_K_gemv_1x16_avx512vnni", CpuTier::Avx512Vnni, false, DType::Q5_K, DType::Q8_K, kMr, 16,
      4, 2, kMr, 16, 1, pack_q8_k, gemm<Q5KLayout, kMr>, gemm<Q5KLayout, 1>},
-    {"q6_K_q8_K_gemm_4x16_avx512vnni", "q6_K_q8_K_gemv_1x16_avx512vnni", CpuTier::Avx512Vnni, false, DType::Q6_K, DType::Q8_K, kMr, 16,
+    {"q6_K_q8_K_gemm_8x16_avx512vnni", "q6_K_q8_K_gemv_1x16_avx512vnni", CpuTier::Avx512Vnni, false, DType::Q6_K, DType::Q8_K, kMr, 16,
      4, 2, kMr, 16, 1, pack_q8_k, gemm<Q6KLayout, kMr>, gemm<Q6KLayout, 1>},
 };
 

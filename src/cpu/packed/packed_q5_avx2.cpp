@@ -1,5 +1,6 @@
 // Packed micro-kernels, avx2 tier (AVX2 + FMA + F16C): Q5_0 weights (format q5_0x16 of
-// format.hpp) times Q8_0 activations. A 64-byte packed register is two ymm halves (weight rows
+// format.hpp) times Q8_0 activations as scaled blocks (kernel.hpp's LhsLayout::Scaled, made once
+// per op by pack_lhs). A 64-byte packed register is two ymm halves (weight rows
 // 0..7 and 8..15), each yielding 8 output columns; no horizontal sums.
 //
 // Per group and block the 5-bit codes of the 16 rows are decoded once into 512 bytes of scratch
@@ -7,7 +8,7 @@
 // bytes, a compare against the byte's bit sets 0x10), then read by the MR activation rows.
 // Integer dot per row and block: maddubs (u8 code x s8 q_x, pairs <= 2 * 31 * 127 = 7874), four of
 // them added in s16 (<= 31496, no saturation) before madd widens to s32; sum (code - 16) * q_x
-// = that - 16 * sum q_x (once per call per row and block). Then acc += (d_w * d_x) * dot in float
+// = that - 16 * sum q_x (the scaled block's aux). Then acc += (d_w * d_x) * dot in float
 // lanes. The result of an output depends only on its inputs.
 #include <algorithm>
 #include <cstring>
@@ -44,7 +45,7 @@ void q5_block(const uint8_t* gb, uint8_t (&codes)[8][64]) {
 
 /// MR activation rows (from row i0) times one group (16 columns) over all blocks.
 template <int MR>
-void tile(const GemmArgs& a, const Q5Prep& p, int64_t i0, const uint8_t* group, int64_t n0, int n_cols) {
+void tile(const GemmArgs& a, int64_t i0, const uint8_t* group, int64_t n0, int n_cols) {
     const int64_t nb = a.k / 32;
     const __m256i ones = _mm256_set1_epi16(1);
     __m256 acc[MR][2];
@@ -55,10 +56,9 @@ void tile(const GemmArgs& a, const Q5Prep& p, int64_t i0, const uint8_t* group, 
         q5_block(gb, codes);
         const __m256 dw[2] = {cvt8h(gb), cvt8h(gb + 16)};
         for (int i = 0; i < MR; ++i) {
-            const size_t o = static_cast<size_t>((i0 + i) * nb + b);
-            const uint8_t* xb = a.lhs + (i0 + i) * a.lhs_stride + b * kQ8_0Block + 2;
+            const uint8_t* xb = a.lhs + (i0 + i) * a.lhs_stride + b * kScaledBlockBytes;
             __m256i dot[2];
-            for (int h = 0; h < 2; ++h) dot[h] = _mm256_set1_epi32(p.corr[o]);
+            for (int h = 0; h < 2; ++h) dot[h] = _mm256_set1_epi32(i32_at(xb + kScaledAux));
             for (int pass = 0; pass < 2; ++pass) {  // registers 2 pass, 2 pass + 1 and their high halves
                 __m256i d16[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
                 for (int r = 2 * pass; r < 2 * pass + 2; ++r) {
@@ -69,7 +69,7 @@ void tile(const GemmArgs& a, const Q5Prep& p, int64_t i0, const uint8_t* group, 
                 }
                 for (int h = 0; h < 2; ++h) dot[h] = _mm256_add_epi32(dot[h], _mm256_madd_epi16(d16[h], ones));
             }
-            const __m256 dx = _mm256_set1_ps(p.d[o]);
+            const __m256 dx = _mm256_broadcast_ss(reinterpret_cast<const float*>(xb + kScaledD));
             for (int h = 0; h < 2; ++h) acc[i][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[h]), _mm256_mul_ps(dw[h], dx), acc[i][h]);
         }
     }
@@ -83,22 +83,20 @@ void tile(const GemmArgs& a, const Q5Prep& p, int64_t i0, const uint8_t* group, 
 
 template <int MR>
 void gemm(const GemmArgs& a) {
-    thread_local Q5Prep prep;
-    q5_prepare(a, prep);
     for (int64_t n0 = 0; n0 < a.n; n0 += kGroupRows) {
         const uint8_t* group = a.rhs + static_cast<size_t>(n0 / kGroupRows) * q5_group_bytes(a.k);
         const int n_cols = static_cast<int>(std::min<int64_t>(kGroupRows, a.n - n0));
-        for_row_tiles<MR>(a.m, [&](auto rows, int64_t i0) { tile<decltype(rows)::value>(a, prep, i0, group, n0, n_cols); });
+        for_row_tiles<MR>(a.m, [&](auto rows, int64_t i0) { tile<decltype(rows)::value>(a, i0, group, n0, n_cols); });
     }
 }
 
-void pack_q8_0(const float* x, size_t x_stride, uint8_t* dst, int64_t m, int64_t k) { quantize_q8_rows<false>(x, x_stride, dst, m, k); }
+void pack_q8_0(const float* x, size_t x_stride, uint8_t* dst, int64_t m, int64_t k) { quantize_q8_scaled<16>(x, x_stride, dst, m, k); }
 
 constexpr int kMr = 4;  // 8 accumulators + 2 weight scales + the dot registers of one row
 
 constinit Kernel table[] = {
     {"q5_0_q8_0_gemm_4x16_avx2", "q5_0_q8_0_gemv_1x16_avx2", CpuTier::Avx2, false, DType::Q5_0, DType::Q8_0, kMr, 16, 4, 2, kMr, 16,
-     1, pack_q8_0, gemm<kMr>, gemm<1>},
+     1, pack_q8_0, gemm<kMr>, gemm<1>, LhsLayout::Scaled},
 };
 
 }  // namespace

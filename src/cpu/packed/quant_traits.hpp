@@ -72,7 +72,8 @@ using Q8_0W = Weight<1, 32, DType::Q8_0, DType::Q8_0>;
 constexpr int64_t kScaledBlockBytes = 40, kScaledD = 32, kScaledAux = 36;
 
 /// The aux of a scaled block for weight W: 0 -> Q8_1's s as f32; c > 0 -> the integer -c * sum q
-/// (c = 8 for Q4_0, 128 for Q8_0).
+/// (c = 8 for Q4_0, 128 for Q8_0; the Q5_0 and IQ4_NL kernels pass their c, 16 and 128, to
+/// quantize_q8_scaled themselves).
 template <class W>
 inline constexpr int kScaledCorr = W::kWeight == DType::Q4_0 ? 8 : W::kWeight == DType::Q8_0 ? 128 : 0;
 
