@@ -57,7 +57,8 @@ enum class LhsLayout {
     ///   [32, 36)  d as f32 (the reference block's fp16 d, widened)
     ///   [36, 40)  aux: Q8_1 -> s as f32 (the block's fp16 s, widened); Q8_0 -> int32 -c * sum q,
     ///             the start of the kernel's integer dot: c = 8 for Q4_0 weights (codes carry
-    ///             +8), 128 for Q8_0 weights (the kernel adds 128 to make them the unsigned side)
+    ///             +8), 16 for Q5_0 (+16), 128 for Q8_0 and IQ4_NL weights (the kernel adds 128
+    ///             to make them the unsigned side)
     /// so a GEMM reads scales and corrections made once per op instead of once per call.
     Scaled,
 };

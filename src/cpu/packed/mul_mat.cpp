@@ -278,7 +278,7 @@ void run_mul_mat_id(Tensor& dst, const NodePlan& p, ThreadContext& ctx, void* wo
 }
 
 /// GET_ROWS work: per thread the plain GGUF rows of one group (Format::unpack writes rows 0..j to
-/// reach row j; the format's row_to_float would allocate a row per call).
+/// reach row j), which the row is then dequantized from.
 size_t get_rows_scratch(const Tensor& w) { return align64(static_cast<size_t>(kGroupRows * dtype_row_bytes(w.type, w.ne[0]))); }
 
 void run_get_rows(Tensor& dst, const NodePlan& p, ThreadContext& ctx, void* work) {

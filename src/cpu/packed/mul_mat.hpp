@@ -77,7 +77,7 @@ NodePlan plan_node(const Tensor& node, int nth, const Tuning& tuning);
 /// (GET_ROWS).
 void run(Tensor& node, const NodePlan& plan, ThreadContext& ctx, void* work);
 /// The kernel(s) of the plan, e.g. "q4_0_q8_0_gemv_1x16_avx512vnni" or
-/// "q4_0_q8_0_gemm_16x16_amx+q4_0_q8_0_gemm_4x16_avx512vnni" (hybrid).
+/// "q4_0_q8_0_gemm_16x16_amx+q4_0_q8_0_gemm_8x16_avx512vnni" (hybrid).
 std::string kernel_name(const Tensor& node, const NodePlan& plan);
 
 }  // namespace tessel::cpu::packed
