@@ -213,7 +213,8 @@ def plot(rows: list, path: Path, subtitle: str) -> None:
         ax.set_xticklabels([r[0].name.replace("SmolLM2-135M-Instruct.", "").replace(".gguf", "") for r in sel])
         ax.set_ylabel("tokens/s")
         ax.set_title(f"{test} (SmolLM2-135M)")
-        ax.legend()
+        ax.set_ylim(top=ax.get_ylim()[1] * 1.25)  # room above the bars and bound marks for the legend
+        ax.legend(loc="upper center", ncol=3, fontsize="small")
     fig.suptitle(subtitle)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
