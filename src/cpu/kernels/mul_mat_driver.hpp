@@ -6,11 +6,11 @@
 // between units.
 //
 // A micro-kernel type D provides:
-//   static constexpr DType kWeight;          weight type (GGUF blocks, rows contiguous)
+//   static constexpr DType kWeight;          weight type (GGUF blocks; rows at any stride)
 //   static constexpr DType kAct;             type the F32 activation rows are quantized to
 //   static constexpr int kMr, kNr;           GEMM tile: kMr activation rows x kNr weight rows
 //   static constexpr int kGemvNr;            GEMV (one activation row) tile: 1 x kGemvNr
-//   static constexpr int kNStep;             weight rows per work item, a multiple of kNr and kGemvNr
+//   static constexpr int kNStep;             the n_step: chunks of the driver hold whole steps; a multiple of kNr and kGemvNr
 //   static constexpr const char* kGemmName;  `<weight>_<act>_gemm_<mr>x<nr>_<isa>`
 //   static constexpr const char* kGemvName;  `<weight>_<act>_gemv_1x<nr>_<isa>`
 //   static constexpr CpuTier kTier;          lowest tier that can run it
@@ -26,8 +26,9 @@
 // chunk, so results are identical for any number of threads.
 #pragma once
 
-#include <cstring>
-#include <vector>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
 
 #include "cpu/kernels/kernel.hpp"
 #include "cpu/packed/kernel.hpp"

@@ -60,7 +60,7 @@ std::string kernel_report(const CpuFeatures& usable_f, const CpuFeatures& detect
             for (int64_t M : {int64_t{1}, int64_t{512}}) {
                 const Plan p = plan(c, M, threads, cap);
                 const char* main_name = M == 1 ? p.main->gemv_name : p.main->name;
-                out += line("  %s chain M=%-4lld -> %s%s%s: %s\n", lname, static_cast<long long>(M), main_name, p.fallback ? " + " : "",
+                out += line("  %-6s chain M=%-4lld -> %s%s%s: %s\n", lname, static_cast<long long>(M), main_name, p.fallback ? " + " : "",
                             p.fallback ? (M == 1 ? p.fallback->gemv_name : p.fallback->name) : "", why(p, M, c).c_str());
             }
         }
