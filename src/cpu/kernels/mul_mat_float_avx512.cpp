@@ -43,7 +43,7 @@ double hsum_f64(__m512 v) {
 /// out[i][j] = w_j · x_i over K for NW weight rows and NX activation rows (the outputs of
 /// adjacent weight rows are adjacent: dst.nb[0] = 4).
 template <class W, int NW, int NX>
-void tile(const W* const (&w)[NW], const float* const (&x)[NX], float* const (&out)[NX], int64_t K) {
+[[gnu::always_inline]] inline void tile(const W* const (&w)[NW], const float* const (&x)[NX], float* const (&out)[NX], int64_t K) {
     __m512 acc[NX][NW];
     for (int i = 0; i < NX; ++i)
         for (int j = 0; j < NW; ++j) acc[i][j] = _mm512_setzero_ps();
