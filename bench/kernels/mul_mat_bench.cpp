@@ -4,7 +4,7 @@
 //
 // The run takes the path a model takes: weights placed by choose_weight_buffer_type and
 // allocate_weights, the graph allocated and run by the Scheduler on a CPU backend, so the kernel
-// is the one select_kernel picks under TESSEL_CPU_ISA (shown as the label, kernel_path_name).
+// is the one the weight type's chain gives under TESSEL_CPU_ISA (shown as the label, kernel_name).
 //
 // Weights stream from memory at M <= 16: one iteration runs `mats` MUL_MATs, each with its own
 // copy of the weights (like the layers of a model), enough copies for kStreamBytes, far more than
@@ -43,7 +43,7 @@ struct Shape {
 /// (SmolLM2-135M) ffn_down, w [1536, 576]: K a multiple of 256, so every K-quant applies.
 constexpr Shape kShapes[] = {{"4096x4096", 4096, 4096}, {"smollm2_ffn_down", 1536, 576}};
 
-/// The weight types with a fast MUL_MAT kernel (src/cpu/kernels).
+/// The weight types with a fast MUL_MAT kernel (src/cpu/packed/kernel.hpp chains).
 constexpr DType kTypes[] = {DType::F32,  DType::F16,  DType::BF16,   DType::Q4_0,  DType::Q4_1, DType::Q5_0,
                             DType::Q5_1, DType::Q8_0, DType::IQ4_NL, DType::MXFP4, DType::Q2_K, DType::Q3_K,
                             DType::Q4_K, DType::Q5_K, DType::Q6_K,   DType::IQ4_XS};

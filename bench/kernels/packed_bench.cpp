@@ -131,7 +131,7 @@ constexpr int64_t kPromptM = 512;
 
 void register_packed_benchmarks() {
     for (const cpu::packed::Kernel* kern : cpu::packed::all_kernels()) {
-        if (!cpu::packed::usable(*kern, usable_cpu_features())) continue;
+        if (!cpu::packed::usable(*kern, usable_cpu_features()) || kern->rhs_layout != cpu::packed::RhsLayout::Packed) continue;
         for (const Shape& s : kKernelShapes) {
             const std::string name = std::string("Packed/") + kern->name + "/" + s.name;
             benchmark::internal::Benchmark* b = benchmark::RegisterBenchmark(

@@ -198,7 +198,8 @@ std::unique_ptr<Backend> CpuDevice::init_backend(const BackendParams& params) {
 std::vector<BufferType*> CpuDevice::extra_weight_buffer_types() {
     if (!packed::packed_enabled()) return {};
     for (const packed::Kernel* k : packed::all_kernels())
-        if (packed::usable(*k, usable_cpu_features())) return {&packed::PackedBufferType::instance()};
+        if (k->rhs_layout == packed::RhsLayout::Packed && packed::usable(*k, usable_cpu_features()))
+            return {&packed::PackedBufferType::instance()};
     return {};
 }
 
@@ -207,6 +208,8 @@ bool CpuDevice::supports_op(const Tensor& t) const { return ref::supports(t); }
 KernelKind CpuDevice::declared_kernel(const Tensor& t) const {
     if (packed::reads_packed(t)) return packed::supports_node(t) ? KernelKind::Fast : KernelKind::None;
     if (packed::packs_at_run_time(t) || select_kernel(t, usable_cpu_features())) return KernelKind::Fast;
+    if (packed::serves(t))  // a matrix product: the reference kernel ends every chain
+        return packed::main_kernel(t).tier != CpuTier::Scalar ? KernelKind::Fast : KernelKind::Reference;
     return ref::supports(t) ? KernelKind::Reference : KernelKind::None;
 }
 

@@ -32,7 +32,7 @@ void plan_graph(const std::vector<Tensor*>& nodes, int nth, const packed::Tuning
         n.solo = nth == 1 || node_bytes(*node) < kSoloBytes;
         const int threads = n.solo ? 1 : nth;
         size_t work = 0;
-        if (packed::reads_packed(*node) || packed::packs_at_run_time(*node)) {
+        if (packed::serves(*node)) {
             n.path = PlannedNode::Path::Packed;
             n.packed = packed::plan_node(*node, threads, tuning);
             work = n.packed.work;
@@ -53,7 +53,7 @@ void plan_graph(const std::vector<Tensor*>& nodes, int nth, const packed::Tuning
 std::string planned_kernel_name(const PlannedNode& n) {
     switch (n.path) {
     case PlannedNode::Path::Packed: return packed::kernel_name(*n.node, n.packed);
-    case PlannedNode::Path::Fast: return kernel_path_name(*n.kernel, *n.node);
+    case PlannedNode::Path::Fast: return n.kernel->name;
     case PlannedNode::Path::Reference: break;
     }
     return "ref";

@@ -1,8 +1,9 @@
 // The CPU backend's plan of a graph: how each node runs and how the pool's threads walk them.
 //
 // plan_graph() decides, once per graph (the backend caches plans by graph_uid), for every node
-// that computes something (views compute nothing): the path (packed, a fast kernel, the reference
-// kernel) with the kernel or the packed path's NodePlan, the work-buffer bytes, and whether the
+// that computes something (views compute nothing): the path (the matrix-product driver of
+// cpu/packed for MUL_MAT / MUL_MAT_ID it serves and packed GET_ROWS, a fast kernel, the reference
+// kernel) with the kernel or the driver's NodePlan, the work-buffer bytes, and whether the
 // node runs solo (on thread 0 alone: it touches fewer than kSoloBytes). Consecutive nodes become
 // steps: one parallel node, or a run of solo nodes. walk() is what every thread of the one pool
 // run per graph_compute executes: the steps in order, one barrier between two steps (which also

@@ -28,7 +28,7 @@ TEST(SmolLM2Packed, EveryWeightRoundTripsBitExactly) {
         const uint8_t* want = file.tensor_data(info);
         buf->set_tensor(t, want, 0, info.size);
         const bool is_packed = cpu::packed::packed_of(t) != nullptr;
-        EXPECT_EQ(is_packed, !cpu::packed::chain(info.type, usable_cpu_features()).empty() && info.ne[0] % 32 == 0) << info.name;
+        EXPECT_EQ(is_packed, !cpu::packed::chain(info.type, usable_cpu_features(), cpu::packed::RhsLayout::Packed).empty() && info.ne[0] % 32 == 0) << info.name;
         packed += is_packed;
         std::vector<uint8_t> got(info.size);
         buf->get_tensor(t, got.data(), 0, got.size());
@@ -37,7 +37,7 @@ TEST(SmolLM2Packed, EveryWeightRoundTripsBitExactly) {
         buf->get_tensor(t, got.data(), off, len);
         ASSERT_EQ(0, std::memcmp(got.data(), want + off, len)) << info.name << " piece";
     }
-    if (!cpu::packed::chain(DType::Q4_1, usable_cpu_features()).empty()) {
+    if (!cpu::packed::chain(DType::Q4_1, usable_cpu_features(), cpu::packed::RhsLayout::Packed).empty()) {
         EXPECT_GT(packed, 100) << "the Q4_1 model's matrices should be packed on this CPU";
     }
 }

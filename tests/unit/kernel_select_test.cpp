@@ -1,12 +1,16 @@
-// Fast-kernel selection (src/cpu/kernels/kernel.hpp): the tier helpers agree with the tier
-// definitions of core/cpu_features.hpp, and a capped feature set selects the kernels of the
-// highest tier it keeps (x86 builds; the values of the kernels are checked by test-ops).
+// Kernel selection: the tier helpers of src/cpu/kernels/kernel.hpp agree with the tier definitions
+// of core/cpu_features.hpp, and a capped feature set selects the kernels of the highest tier it
+// keeps: the fast kernels of the other ops, and for matrix products over plain weight rows the
+// Rows part of the weight type's chain (src/cpu/packed/kernel.hpp), down to its reference kernel
+// at tier scalar (x86 builds; the values of the kernels are checked by test-ops).
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "core/cpu_features.hpp"
 #include "cpu/kernels/kernel.hpp"
+#include "cpu/packed/kernel.hpp"
 #include "graph/builder.hpp"
 #include "graph/builder_attn.hpp"
 #include "graph/graph.hpp"
@@ -38,10 +42,16 @@ TEST(KernelSelect, TierHelpersFollowTheTierDefinitions) {
 }
 
 #if defined(__x86_64__)
-/// Name of the kernel selected for node dst under features f ("ref" if none).
+/// Name of the kernel selected for node dst under features f ("ref" if none): for MUL_MAT the
+/// first Rows kernel of the weight type's chain (its GEMV name for one activation row).
 std::string selected(const Tensor& dst, const CpuFeatures& f) {
+    if (dst.op == Op::MUL_MAT) {
+        const std::vector<const cpu::packed::Kernel*> c = cpu::packed::chain(dst.src[0]->type, f, cpu::packed::RhsLayout::Rows);
+        if (c.empty()) return "ref";
+        return dst.src[1]->ne[1] == 1 ? c.front()->gemv_name : c.front()->name;
+    }
     const cpu::FastKernel* k = cpu::select_kernel(dst, f);
-    return k ? cpu::kernel_path_name(*k, dst) : "ref";
+    return k ? k->name : "ref";
 }
 
 TEST(KernelSelect, HigherTiersWinWhereUsable) {
@@ -55,12 +65,19 @@ TEST(KernelSelect, HigherTiersWinWhereUsable) {
     EXPECT_EQ(selected(*gemm, cap_cpu_features(full, CpuTier::Avx512Vnni)), "q5_0_q8_0_gemm_4x8_avx512vnni");
     EXPECT_EQ(selected(*gemm, cap_cpu_features(full, CpuTier::Avx512)), "q5_0_q8_0_gemm_4x2_avx2");
     EXPECT_EQ(selected(*gemv, cap_cpu_features(full, CpuTier::Avx2)), "q5_0_q8_0_gemv_1x4_avx2");
-    EXPECT_EQ(selected(*gemm, cap_cpu_features(full, CpuTier::Scalar)), "ref");
+    EXPECT_EQ(selected(*gemm, cap_cpu_features(full, CpuTier::Scalar)), "q5_0_f32_gemm_ref");
+    EXPECT_EQ(selected(*gemv, cap_cpu_features(full, CpuTier::Scalar)), "q5_0_f32_gemv_ref");
 
     Tensor* half = build::mul_mat(g, g.new_tensor(DType::F16, {64, 16}, "h"), g.new_tensor(DType::F32, {64, 3}, "x3"));
     EXPECT_EQ(selected(*half, full), "f16_f32_gemm_2x8_avx512");
     EXPECT_EQ(selected(*half, cap_cpu_features(full, CpuTier::Avx512)), "f16_f32_gemm_2x8_avx512");
     EXPECT_EQ(selected(*half, cap_cpu_features(full, CpuTier::Avx2)), "f16_f32_gemm_1x1_avx2");
+    EXPECT_EQ(selected(*half, cap_cpu_features(full, CpuTier::Scalar)), "f16_f32_gemm_ref");
+
+    Tensor* kq = g.new_tensor(DType::Q4_K, {256, 16}, "kq");
+    Tensor* kq_gemm = build::mul_mat(g, kq, g.new_tensor(DType::F32, {256, 8}, "x8"));
+    EXPECT_EQ(selected(*kq_gemm, full), "q4_K_q8_K_gemm_8x1_avx2");
+    EXPECT_EQ(selected(*kq_gemm, cap_cpu_features(full, CpuTier::Scalar)), "q4_K_f32_gemm_ref");
 }
 
 // FLASH_ATTN_EXT: the tiled AVX-512 kernel takes every shape at tier avx512 and above (prompts

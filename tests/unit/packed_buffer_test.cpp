@@ -26,7 +26,7 @@ std::vector<uint8_t> random_rows(DType t, int64_t n, int64_t k, uint32_t seed) {
     return out;
 }
 
-bool packing_here(DType t) { return !chain(t, usable_cpu_features()).empty(); }
+bool packing_here(DType t) { return !chain(t, usable_cpu_features(), RhsLayout::Packed).empty(); }
 
 struct Placed {
     Tensor t;

@@ -10,14 +10,9 @@ const std::vector<const FastKernel*>& all_kernels() {
     static const std::vector<const FastKernel*> table = [] {
         std::vector<const FastKernel*> t;
 #if defined(__x86_64__)
-        for (const FastKernel& k : kAvx512VnniMulMatKernels) t.push_back(&k);
-        for (const FastKernel& k : kAvx512FloatMulMatKernels) t.push_back(&k);
         for (const FastKernel& k : kAvx512FlashAttnKernels) t.push_back(&k);
-        for (const FastKernel& k : kAvx2MulMatKernels) t.push_back(&k);
-        for (const FastKernel& k : kAvx2KquantMulMatKernels) t.push_back(&k);
         for (const FastKernel& k : kAvx2RowKernels) t.push_back(&k);
         for (const FastKernel& k : kAvx2ActivationKernels) t.push_back(&k);
-        for (const FastKernel& k : kAvx2FloatMulMatKernels) t.push_back(&k);
         for (const FastKernel& k : kAvx2RopeKernels) t.push_back(&k);
         for (const FastKernel& k : kAvx2FlashAttnKernels) t.push_back(&k);
         for (const FastKernel& k : kAvx2DataKernels) t.push_back(&k);
@@ -68,13 +63,6 @@ void route_experts(Tensor& dst, int64_t* starts, int32_t* pairs) {
 }
 
 bool f32_rows(const Tensor& t) { return t.type == DType::F32 && t.nb[0] == sizeof(float); }
-
-const char* kernel_path_name(const FastKernel& k, const Tensor& dst) {
-    if (!k.gemv_name) return k.name;
-    const bool one_row = (dst.op == Op::MUL_MAT && dst.src[1]->ne[1] == 1) ||
-                         (dst.op == Op::MUL_MAT_ID && dst.src[2]->ne[1] == 1);
-    return one_row ? k.gemv_name : k.name;
-}
 
 const FastKernel* select_kernel(const Tensor& dst, const CpuFeatures& f) {
     for (const FastKernel* k : all_kernels())

@@ -1,11 +1,13 @@
-// Fast CPU kernels and their selection.
+// Fast CPU kernels of the ops that are not matrix products (rows, activations, rope, flash
+// attention, data movement) and their selection.
 //
 // A fast kernel serves some nodes (its supports()) on CPUs with some features (its usable());
 // the CPU backend runs the first fast kernel of the table that accepts a node under the usable
-// features (TESSEL_CPU_ISA applies), else the reference kernel. Kernels are named
-// `<weight>_<activation>_{gemm,gemv}_<mr>x<nr>_<isa>` (matrix products) or `<op>_<isa>`.
-// ISA code lives in per-ISA translation units (file suffix _avx2, _avx512, ...), entered only after the
-// feature check.
+// features (TESSEL_CPU_ISA applies), else the reference kernel. Kernels are named `<op>_<isa>`.
+// MUL_MAT and MUL_MAT_ID are not here: every matrix-product kernel is a src/cpu/packed/kernel.hpp
+// Kernel (the tile kernels of this folder over plain GGUF rows too: mul_mat_driver.hpp), run by
+// packed/mul_mat.cpp. ISA code lives in per-ISA translation units (file suffix _avx2, _avx512,
+// ...), entered only after the feature check.
 #pragma once
 
 #include <cstddef>
@@ -26,14 +28,7 @@ struct FastKernel {
     size_t (*work_size)(const Tensor& dst, int nth);
     /// Computes dst on every thread of the run; `work` holds work_size() bytes, 64-byte aligned.
     void (*run)(Tensor& dst, ThreadContext& ctx, void* work);
-    /// Matrix products: the name of the path taken for a single activation row (GEMV), or nullptr.
-    const char* gemv_name = nullptr;
 };
-
-/// The name of the path kernel k takes for node dst: gemv_name for a matrix product with one
-/// activation row per weight matrix (MUL_MAT with src1 ne[1] = 1, MUL_MAT_ID with one token),
-/// else name.
-const char* kernel_path_name(const FastKernel& k, const Tensor& dst);
 
 // ---- helpers shared by the kernels (architecture-neutral) ------------------------------------
 // Defined out of line in kernel.cpp (built without ISA flags): an inline function compiled inside
@@ -71,17 +66,11 @@ const FastKernel* select_kernel(const Tensor& dst, const CpuFeatures& f);
 /// kernel's `usable` check (its compiler may use that ISA anywhere; a table-building function of
 /// the AVX-512 unit faulted on an AVX2-only CPU). The selection table lists higher tiers first, so
 /// their kernels win where usable.
-extern const std::span<const FastKernel> kAvx512VnniMulMatKernels;  ///< mul_mat_avx512vnni.cpp (MUL_MAT, MUL_MAT_ID)
-extern const std::span<const FastKernel> kAvx512FloatMulMatKernels;  ///< mul_mat_float_avx512.cpp
 extern const std::span<const FastKernel> kAvx512FlashAttnKernels;  ///< flash_attn_avx512.cpp
-extern const std::span<const FastKernel> kAvx2MulMatKernels;  ///< mul_mat_avx2.cpp (MUL_MAT, MUL_MAT_ID)
 extern const std::span<const FastKernel> kAvx2RowKernels;  ///< rows_avx2.cpp
 extern const std::span<const FastKernel> kAvx2ActivationKernels;  ///< activations_avx2.cpp
-extern const std::span<const FastKernel> kAvx2FloatMulMatKernels;  ///< mul_mat_float_avx2.cpp
 extern const std::span<const FastKernel> kAvx2RopeKernels;  ///< rope_avx2.cpp
 extern const std::span<const FastKernel> kAvx2FlashAttnKernels;  ///< flash_attn_avx2.cpp
 extern const std::span<const FastKernel> kAvx2DataKernels;  ///< data_avx2.cpp
-/// mul_mat_kquants_avx2.cpp: Q2_K..Q6_K and IQ4_XS weights with Q8_K activations (MUL_MAT, MUL_MAT_ID)
-extern const std::span<const FastKernel> kAvx2KquantMulMatKernels;
 
 }  // namespace tessel::cpu

@@ -1,9 +1,10 @@
-// MUL_MAT and MUL_MAT_ID of quantized weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4) with
-// F32 activations, AVX2 (compiled with -mavx2 -mfma -mf16c; selected only when the usable CPU
-// features include AVX2, FMA and F16C). Activations are quantized to the type the weight pairs
-// with (Q8_0, or Q8_1 for the types with a min: Q4_1, Q5_1); tiles are 4 activation rows x 2
-// weight rows (GEMM) or 1 x 4 (GEMV). The driver is mul_mat_driver.hpp, the tile
-// quant_tile_avx2.hpp, the block decoders quant_decode_avx2.hpp.
+// Rows kernels (src/cpu/packed/kernel.hpp) of MUL_MAT and MUL_MAT_ID for plain GGUF rows of
+// quantized weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4) with F32 activations, tier avx2
+// (compiled with -mavx2 -mfma -mf16c; run only when the usable CPU features include AVX2, FMA and
+// F16C). Activations are quantized to the type the weight pairs with (Q8_0, or Q8_1 for the types
+// with a min: Q4_1, Q5_1); tiles are 4 activation rows x 2 weight rows (GEMM) or 1 x 4 (GEMV).
+// The tile wrapper is mul_mat_driver.hpp, the tile quant_tile_avx2.hpp, the block decoders
+// quant_decode_avx2.hpp.
 #include "cpu/kernels/quant_tile_avx2.hpp"
 
 namespace tessel::cpu {
@@ -15,7 +16,7 @@ template <class Dec, class X, DType kW, DType kX>
 struct Avx2Kernel {
     static constexpr DType kWeight = kW, kAct = kX;
     static constexpr int kMr = 4, kNr = 2, kGemvNr = 4, kNStep = 16;
-    static bool usable(const CpuFeatures& f) { return has_avx2_tier(f); }
+    static constexpr CpuTier kTier = CpuTier::Avx2;
     template <int MR, int NR>
     static void tile(const uint8_t* w, size_t w_stride, const mm::TileRows<MR>& rows, int64_t n_blocks) {
         avx2::quant_tile<Dec, X, MR, NR>(w, w_stride, rows, n_blocks);
@@ -54,6 +55,8 @@ struct MXFP4K : Avx2Kernel<avx2::DecMXFP4, block_q8_0, DType::MXFP4, DType::Q8_0
 
 }  // namespace
 
-constinit const std::span<const FastKernel> kAvx2MulMatKernels{mm::kKernelTable<Q8_0K, Q4_0K, Q4_1K, Q5_0K, Q5_1K, IQ4_NLK, MXFP4K>};
+namespace packed {
+constinit const std::span<const Kernel> kAvx2RowsKernels{mm::kRowsTable<Q8_0K, Q4_0K, Q4_1K, Q5_0K, Q5_1K, IQ4_NLK, MXFP4K>};
+}  // namespace packed
 
 }  // namespace tessel::cpu

@@ -1,8 +1,9 @@
-// MUL_MAT and MUL_MAT_ID of quantized weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4) with
-// F32 activations, AVX-512 VNNI (compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq
-// -mavx512vnni -mavx2 -mfma -mf16c; selected only when the usable CPU features include the
-// avx512vnni tier). The driver (activation quantization to Q8_0 / Q8_1, work items, MUL_MAT_ID
-// routing) is mul_mat_driver.hpp, the block decoders quant_decode_avx2.hpp.
+// Rows kernels (src/cpu/packed/kernel.hpp) of MUL_MAT and MUL_MAT_ID for plain GGUF rows of
+// quantized weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4) with F32 activations, tier
+// avx512vnni (compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx2 -mfma
+// -mf16c; run only when the usable CPU features include the avx512vnni tier). Activations are
+// quantized to Q8_0 / Q8_1 (mul_mat_driver.hpp's pack_lhs); the driver is packed/mul_mat.cpp, the
+// block decoders quant_decode_avx2.hpp.
 //
 // Per (activation row i, weight row j) and 32-element block:
 //   dot = vpdpbusd(-kOffset·Σq_x, code_w, q_x) = Σ (code_w - kOffset)·q_x = Σ q_w·q_x
@@ -146,7 +147,7 @@ template <class Dec, class X, DType kW, DType kX>
 struct VnniKernel {
     static constexpr DType kWeight = kW, kAct = kX;
     static constexpr int kMr = 4, kNr = 8, kGemvNr = 8, kNStep = 16;
-    static bool usable(const CpuFeatures& f) { return has_avx512vnni_tier(f); }
+    static constexpr CpuTier kTier = CpuTier::Avx512Vnni;
     template <int MR, int NR>
     static void tile(const uint8_t* w, size_t w_stride, const mm::TileRows<MR>& rows, int64_t n_blocks) {
         if constexpr (MR == 1) row_tile<Dec, X, MR, NR>(w, w_stride, rows, n_blocks);
@@ -185,6 +186,8 @@ struct MXFP4K : VnniKernel<avx2::DecMXFP4, block_q8_0, DType::MXFP4, DType::Q8_0
 
 }  // namespace
 
-constinit const std::span<const FastKernel> kAvx512VnniMulMatKernels{mm::kKernelTable<Q8_0K, Q4_0K, Q4_1K, Q5_0K, Q5_1K, IQ4_NLK, MXFP4K>};
+namespace packed {
+constinit const std::span<const Kernel> kAvx512VnniRowsKernels{mm::kRowsTable<Q8_0K, Q4_0K, Q4_1K, Q5_0K, Q5_1K, IQ4_NLK, MXFP4K>};
+}  // namespace packed
 
 }  // namespace tessel::cpu

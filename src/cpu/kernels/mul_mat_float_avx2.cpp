@@ -1,21 +1,17 @@
-// MUL_MAT of F16, BF16 or F32 weights with F32 activations, AVX2 (compiled with -mavx2 -mfma -mf16c;
-// selected only when the usable CPU features include AVX2, FMA and F16C). Serves the attention
-// products too (K and V caches read through permuted views): weight and activation rows must be
-// contiguous (nb[0] = element size), other strides are free, and the weight's batch dims are
-// shared by division as in the reference (x batch i2 reads weight batch i2 / (B2'/B2)).
-// Each output is one dot product of float lanes with FMA, summed across lanes at the end; work
-// items (weight row × batch) are handed out in chunks from the pool's chunk counter.
+// Rows kernels (src/cpu/packed/kernel.hpp) of MUL_MAT for F16, BF16 or F32 weight rows with F32
+// activations, tier avx2 (compiled with -mavx2 -mfma -mf16c; run only when the usable CPU features
+// include AVX2, FMA and F16C). Serve the attention products too (K and V caches read through
+// permuted views: any row stride). Each output is one dot product of float lanes with FMA, summed
+// across lanes at the end.
 #include <immintrin.h>
 
 #include <cstring>
 
-#include "cpu/kernels/kernel.hpp"
+#include "cpu/packed/kernel.hpp"
 #include "cpu/kernels/vec_math_avx2.hpp"
 
 namespace tessel::cpu {
 namespace {
-
-constexpr int64_t kItemsPerChunk = 16;
 
 __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
 __m256 load8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
@@ -53,46 +49,34 @@ float dot(const W* w, const float* x, int64_t K) {
 }
 
 
-template <class W, DType kType>
-bool supports(const Tensor& dst) {
-    if (dst.op != Op::MUL_MAT) return false;
-    const Tensor* w = dst.src[0];
-    const Tensor* x = dst.src[1];
-    return w->type == kType && x->type == DType::F32 && dst.type == DType::F32 && w->nb[0] == sizeof(W) &&
-           x->nb[0] == sizeof(float) && dst.nb[0] == sizeof(float) && w->ne[0] == x->ne[0] &&
-           x->ne[2] % w->ne[2] == 0 && x->ne[3] % w->ne[3] == 0;
-}
-
+/// gemm and gemv: out[i][j] = dot(w_j, x_i), one output at a time.
 template <class W>
-void run(Tensor& dst, ThreadContext& ctx, void*) {
-    const Tensor& w = *dst.src[0];
-    const Tensor& x = *dst.src[1];
-    const int64_t K = w.ne[0], N = w.ne[1], M = x.ne[1], B2 = x.ne[2], B3 = x.ne[3];
-    const int64_t r2 = B2 / w.ne[2], r3 = B3 / w.ne[3];
-    ctx.for_chunks(N * B2 * B3, kItemsPerChunk, [&](int64_t begin, int64_t end) {
-        for (int64_t item = begin; item < end; ++item) {
-            const int64_t n = item % N, i2 = item / N % B2, i3 = item / (N * B2);
-            const auto* wrow = reinterpret_cast<const W*>(static_cast<const uint8_t*>(w.data) + n * w.nb[1] +
-                                                          (i2 / r2) * w.nb[2] + (i3 / r3) * w.nb[3]);
-            for (int64_t m = 0; m < M; ++m) {
-                const auto* xrow = reinterpret_cast<const float*>(static_cast<const uint8_t*>(x.data) + m * x.nb[1] +
-                                                                  i2 * x.nb[2] + i3 * x.nb[3]);
-                auto* out = reinterpret_cast<float*>(static_cast<uint8_t*>(dst.data) + n * dst.nb[0] + m * dst.nb[1] +
-                                                     i2 * dst.nb[2] + i3 * dst.nb[3]);
-                *out = dot(wrow, xrow, K);
-            }
+void gemm(const packed::GemmArgs& a) {
+    for (int64_t n = 0; n < a.n; ++n) {
+        const auto* wrow = reinterpret_cast<const W*>(a.rhs + static_cast<size_t>(n) * a.rhs_stride);
+        for (int64_t m = 0; m < a.m; ++m) {
+            const auto* xrow = reinterpret_cast<const float*>(a.lhs + static_cast<size_t>(m) * a.lhs_stride);
+            reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(a.dst) + static_cast<size_t>(m) * a.dst_stride)[n] = dot(wrow, xrow, a.k);
         }
-    });
+    }
 }
 
-constexpr FastKernel kF16 = {"f16_f32_gemm_1x1_avx2", has_avx2_tier, supports<uint16_t, DType::F16>, no_work, run<uint16_t>};
-constexpr FastKernel kBf16 = {"bf16_f32_gemm_1x1_avx2", has_avx2_tier, supports<Bf16, DType::BF16>, no_work, run<Bf16>};
-constexpr FastKernel kF32 = {"f32_f32_gemm_1x1_avx2", has_avx2_tier, supports<float, DType::F32>, no_work, run<float>};
+template <class W, DType kType>
+constexpr packed::Kernel rows_kernel(const char* gemm_name, const char* gemv_name) {
+    return {gemm_name, gemv_name, CpuTier::Avx2, false, kType, DType::F32, 1, 1, 0, 0, 1, 16, 1, packed::pack_f32_rows,
+            gemm<W>, gemm<W>, packed::LhsLayout::Blocks, nullptr, packed::RhsLayout::Rows};
+}
 
-constexpr FastKernel kTable[] = {kF16, kBf16, kF32};
+constexpr packed::Kernel kTable[] = {
+    rows_kernel<uint16_t, DType::F16>("f16_f32_gemm_1x1_avx2", "f16_f32_gemv_1x1_avx2"),
+    rows_kernel<Bf16, DType::BF16>("bf16_f32_gemm_1x1_avx2", "bf16_f32_gemv_1x1_avx2"),
+    rows_kernel<float, DType::F32>("f32_f32_gemm_1x1_avx2", "f32_f32_gemv_1x1_avx2"),
+};
 
 }  // namespace
 
-constinit const std::span<const FastKernel> kAvx2FloatMulMatKernels{kTable};
+namespace packed {
+constinit const std::span<const Kernel> kAvx2FloatRowsKernels{kTable};
+}  // namespace packed
 
 }  // namespace tessel::cpu

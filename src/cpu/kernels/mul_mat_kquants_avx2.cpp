@@ -1,9 +1,9 @@
-// MUL_MAT and MUL_MAT_ID of super-block weights (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS) with F32
-// activations quantized to Q8_K, AVX2 (compiled with -mavx2 -mfma -mf16c; selected only when
-// the usable CPU features include AVX2, FMA and F16C). K must be a multiple of 256, else the
-// reference runs. Tiles are 8 activation rows x 1 weight row (GEMM: the weight block is decoded
-// once for 8 rows) or 1 x 4 (GEMV). The driver is mul_mat_driver.hpp, the tile
-// kquant_tile_avx2.hpp.
+// Rows kernels (src/cpu/packed/kernel.hpp) of MUL_MAT and MUL_MAT_ID for plain GGUF rows of
+// super-block weights (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS) with F32 activations quantized to
+// Q8_K, tier avx2 (compiled with -mavx2 -mfma -mf16c; run only when the usable CPU features
+// include AVX2, FMA and F16C). K is a multiple of 256 (the chain's reference kernel serves other
+// K). Tiles are 8 activation rows x 1 weight row (GEMM: the weight block is decoded once for 8
+// rows) or 1 x 4 (GEMV). The tile wrapper is mul_mat_driver.hpp, the tile kquant_tile_avx2.hpp.
 #include "cpu/kernels/kquant_tile_avx2.hpp"
 
 namespace tessel::cpu {
@@ -13,7 +13,7 @@ template <class Dec, DType kW>
 struct KQuantKernel {
     static constexpr DType kWeight = kW, kAct = DType::Q8_K;
     static constexpr int kMr = 8, kNr = 1, kGemvNr = 4, kNStep = 16;
-    static bool usable(const CpuFeatures& f) { return has_avx2_tier(f); }
+    static constexpr CpuTier kTier = CpuTier::Avx2;
     template <int MR, int NR>
     static void tile(const uint8_t* w, size_t w_stride, const mm::TileRows<MR>& rows, int64_t n_blocks) {
         avx2::kquant_tile<Dec, MR, NR>(w, w_stride, rows, n_blocks);
@@ -47,6 +47,8 @@ struct IQ4_XSK : KQuantKernel<avx2::DecIQ4_XS, DType::IQ4_XS> {
 
 }  // namespace
 
-constinit const std::span<const FastKernel> kAvx2KquantMulMatKernels{mm::kKernelTable<Q2_KK, Q3_KK, Q4_KK, Q5_KK, Q6_KK, IQ4_XSK>};
+namespace packed {
+constinit const std::span<const Kernel> kAvx2KquantRowsKernels{mm::kRowsTable<Q2_KK, Q3_KK, Q4_KK, Q5_KK, Q6_KK, IQ4_XSK>};
+}  // namespace packed
 
 }  // namespace tessel::cpu

@@ -27,7 +27,7 @@ int64_t matrices(const Tensor& t) { return t.ne[2] * t.ne[3]; }
 std::vector<const Format*> formats_of(const Tensor& t) {
     std::vector<const Format*> out;
     if (t.view_src || !packed_enabled()) return out;
-    for (const Kernel* k : chain(t.type, usable_cpu_features()))
+    for (const Kernel* k : chain(t.type, usable_cpu_features(), RhsLayout::Packed))
         if (std::find(out.begin(), out.end(), k->format) == out.end() && packable(*k->format, t.ne[0])) out.push_back(k->format);
     if (out.size() > static_cast<size_t>(kMaxSlots)) out.resize(kMaxSlots);
     return out;

@@ -2,6 +2,8 @@
 #include "core/env.hpp"
 
 #include <cstdlib>
+#include <cstring>
+#include <initializer_list>
 #include <new>
 #include <string>
 
@@ -18,6 +20,11 @@ size_t lhs_offset(const Kernel& kern, int64_t m_idx, int64_t k) { return static_
 size_t rhs_packed_bytes(const Kernel& kern, int64_t n, int64_t k) { return packed_bytes(*kern.format, n, k); }
 size_t rhs_offset(const Kernel& kern, int64_t n_idx, int64_t k) { return group_offset(*kern.format, n_idx, k); }
 
+void pack_f32_rows(const float* x, size_t x_stride, uint8_t* dst, int64_t m, int64_t k) {
+    const size_t row = static_cast<size_t>(k) * sizeof(float);
+    for (int64_t i = 0; i < m; ++i) std::memcpy(dst + static_cast<size_t>(i) * row, reinterpret_cast<const uint8_t*>(x) + i * x_stride, row);
+}
+
 void throw_scratch_alloc(size_t bytes) {
     (void)bytes;
     throw std::bad_alloc();
@@ -27,14 +34,25 @@ const std::vector<const Kernel*>& all_kernels() {
     static const std::vector<const Kernel*> table = [] {
         std::vector<const Kernel*> t;
 #if defined(__x86_64__)
-        for (std::span<Kernel> tab : {kAmxKernels, kAvx512VnniKernels, kQ5Avx512VnniKernels, kKquantAvx512VnniKernels,
-                                      kIq4nlAvx512VnniKernels, kAvx512Kernels, kAvx2Kernels, kQ5Avx2Kernels, kKquantAvx2Kernels,
-                                      kIq4nlAvx2Kernels})
-            for (Kernel& k : tab) {
-                k.format = format_for(k.weight);
-                t.push_back(&k);
-            }
+        auto add_packed = [&t](std::initializer_list<std::span<Kernel>> tabs) {
+            for (std::span<Kernel> tab : tabs)
+                for (Kernel& k : tab) {
+                    k.format = format_for(k.weight);
+                    t.push_back(&k);
+                }
+        };
+        auto add_rows = [&t](std::initializer_list<std::span<const Kernel>> tabs) {
+            for (std::span<const Kernel> tab : tabs)
+                for (const Kernel& k : tab) t.push_back(&k);
+        };
+        add_packed({kAmxKernels, kAvx512VnniKernels, kQ5Avx512VnniKernels, kKquantAvx512VnniKernels, kIq4nlAvx512VnniKernels});
+        add_rows({kAvx512VnniRowsKernels});
+        add_packed({kAvx512Kernels});
+        add_rows({kAvx512FloatRowsKernels});
+        add_packed({kAvx2Kernels, kQ5Avx2Kernels, kKquantAvx2Kernels, kIq4nlAvx2Kernels});
+        add_rows({kAvx2RowsKernels, kAvx2KquantRowsKernels, kAvx2FloatRowsKernels});
 #endif
+        for (const Kernel& k : ref_kernels()) t.push_back(&k);
         return t;
     }();
     return table;
@@ -45,7 +63,14 @@ bool usable(const Kernel& k, const CpuFeatures& f) { return tier_supported(f, k.
 std::vector<const Kernel*> chain(DType t, const CpuFeatures& f) {
     std::vector<const Kernel*> out;
     for (const Kernel* k : all_kernels())
-        if (k->format->weight == t && usable(*k, f)) out.push_back(k);
+        if (k->weight == t && usable(*k, f)) out.push_back(k);
+    return out;
+}
+
+std::vector<const Kernel*> chain(DType t, const CpuFeatures& f, RhsLayout layout) {
+    std::vector<const Kernel*> out;
+    for (const Kernel* k : chain(t, f))
+        if (k->rhs_layout == layout) out.push_back(k);
     return out;
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <vector>
 
 #include "core/cpu_features.hpp"
 #include "cpu/kernels/kernel.hpp"
@@ -22,15 +23,34 @@ bool contiguous_weight(const Tensor& w) {
            w.nb[2] == w.nb[1] * static_cast<uint64_t>(w.ne[1]) && w.nb[3] == w.nb[2] * static_cast<uint64_t>(w.ne[2]);
 }
 
+/// A weight stored in CPU_PACKED that its Packed kernels can read.
 bool weight_ok(const Tensor& w) {
     const Format* f = format_for(w.type);
-    return f && !w.view_src && packable(*f, w.ne[0]) && contiguous_weight(w) && !chain(w.type, usable_cpu_features()).empty();
+    return f && !w.view_src && packable(*f, w.ne[0]) && contiguous_weight(w) &&
+           !chain(w.type, usable_cpu_features(), RhsLayout::Packed).empty();
 }
+
+/// The Rows kernels of w's chain that serve K = w.ne[0] (a multiple of their activation block).
+std::vector<const Kernel*> rows_chain(const Tensor& w) {
+    std::vector<const Kernel*> out;
+    for (const Kernel* k : chain(w.type, usable_cpu_features(), RhsLayout::Rows))
+        if (w.ne[0] % static_cast<int64_t>(dtype_info(k->lhs).block_size) == 0) out.push_back(k);
+    return out;
+}
+
+/// A weight read as its plain GGUF rows (any nb[1..3], views too) by a Rows kernel.
+bool plain_ok(const Tensor& w) {
+    const DTypeInfo& info = dtype_info(w.type);
+    return !packed_of(w) && w.nb[0] == info.block_bytes && w.ne[0] % static_cast<int64_t>(info.block_size) == 0 &&
+           !rows_chain(w).empty();
+}
+
+bool matmul_weight_ok(const Tensor& w) { return packed_of(w) ? weight_ok(w) : plain_ok(w); }
 
 bool mul_mat_ok(const Tensor& dst) {
     const Tensor* w = dst.src[0];
     const Tensor* x = dst.src[1];
-    return w && x && weight_ok(*w) && x->type == DType::F32 && dst.type == DType::F32 && x->nb[0] == sizeof(float) &&
+    return w && x && matmul_weight_ok(*w) && x->type == DType::F32 && dst.type == DType::F32 && x->nb[0] == sizeof(float) &&
            dst.nb[0] == sizeof(float) && dst.nb[1] % sizeof(float) == 0 && x->ne[0] == w->ne[0] && dst.ne[0] == w->ne[1] &&
            x->ne[2] % w->ne[2] == 0 && x->ne[3] % w->ne[3] == 0;
 }
@@ -47,7 +67,7 @@ bool mul_mat_id_ok(const Tensor& dst) {
     const Tensor* w = dst.src[0];
     const Tensor* x = dst.src[1];
     const Tensor* ids = dst.src[2];
-    return w && x && ids && weight_ok(*w) && x->type == DType::F32 && dst.type == DType::F32 && ids->type == DType::I32 &&
+    return w && x && ids && matmul_weight_ok(*w) && x->type == DType::F32 && dst.type == DType::F32 && ids->type == DType::I32 &&
            x->nb[0] == sizeof(float) && dst.nb[0] == sizeof(float) && dst.nb[1] % sizeof(float) == 0 && x->ne[0] == w->ne[0] &&
            dst.ne[0] == w->ne[1] && w->ne[3] == 1 && x->ne[3] == 1 && ids->ne[1] == x->ne[2] && ids->ne[0] % x->ne[1] == 0 &&
            dst.ne[1] == ids->ne[0] && dst.ne[2] == ids->ne[1];
@@ -65,7 +85,8 @@ bool runtime_ok(const Tensor& dst) {
     const Tensor& owner = w->view_src ? *w->view_src : *w;
     if ((owner.flags & kFlagWeight) || !packed_enabled()) return false;  // stored weights pack at load, or not at all
     const Format* f = format_for(DType::F16);
-    return f && packable(*f, w->ne[0]) && !chain(DType::F16, usable_cpu_features()).empty() && x->ne[1] >= kRuntimeMinRows &&
+    return f && packable(*f, w->ne[0]) && !chain(DType::F16, usable_cpu_features(), RhsLayout::Packed).empty() &&
+           x->ne[1] >= kRuntimeMinRows &&
            x->type == DType::F32 && dst.type == DType::F32 && x->nb[0] == sizeof(float) && dst.nb[0] == sizeof(float) &&
            dst.nb[1] % sizeof(float) == 0 && x->ne[0] == w->ne[0] && dst.ne[0] == w->ne[1] && x->ne[2] % w->ne[2] == 0 &&
            x->ne[3] % w->ne[3] == 0;
@@ -141,7 +162,7 @@ void plan_mul_mat(const Tensor& dst, int nth, NodePlan& p) {
     const Tensor& w = *dst.src[0];
     const int64_t K = w.ne[0], rows = lhs_rows(dst);
     size_t at = 0;
-    if (!p.slot_main) {  // run-time packing
+    if (p.runtime) {  // run-time packing
         at = align64(runtime_rhs_bytes(dst));
         p.mm.rows = at;
         at += static_cast<size_t>(nth) * runtime_rows_bytes(dst);
@@ -172,7 +193,7 @@ void run_mul_mat(Tensor& dst, const NodePlan& p, ThreadContext& ctx, void* work)
     auto* base = static_cast<uint8_t*>(work);
 
     const uint8_t* slot = fallback ? p.slot_fallback : p.slot_main;
-    if (!p.slot_main) {
+    if (p.runtime) {
         runtime_pack(w, base, base + p.mm.rows + static_cast<size_t>(ctx.ith) * runtime_rows_bytes(dst), ctx);
         slot = base;  // the barrier below publishes it
     }
@@ -190,17 +211,22 @@ void run_mul_mat(Tensor& dst, const NodePlan& p, ThreadContext& ctx, void* work)
         lhs = base + (fallback && p.separate_lhs ? p.mm.lhs_fallback : p.mm.lhs);
     }
     const size_t lrow = lhs_row_bytes(mine, K);
-    const size_t matrix_bytes = packed_bytes(*mine.format, N, K);
+    const size_t matrix_bytes = p.rows ? 0 : packed_bytes(*mine.format, N, K);
     const int64_t cols = p.cols;
     const int64_t chunks = (N + cols - 1) / cols;
     ctx.for_chunks(chunks * B2 * B3, 1, [&](int64_t item, int64_t) {
         const int64_t c = item % chunks, i2 = item / chunks % B2, i3 = item / (chunks * B2);
         const int64_t n0 = c * cols;
-        const int64_t mat = (i2 / r2) + (i3 / r3) * w.ne[2];
         GemmArgs a;
         a.lhs = lhs + static_cast<size_t>(M * (i2 + B2 * i3)) * lrow;
         a.lhs_stride = lrow;
-        a.rhs = slot + static_cast<size_t>(mat) * matrix_bytes + group_offset(*mine.format, n0, K);
+        if (p.rows) {  // the weight's own rows: the only difference from a packed weight
+            a.rhs = static_cast<const uint8_t*>(w.data) + (i2 / r2) * w.nb[2] + (i3 / r3) * w.nb[3] + n0 * w.nb[1];
+            a.rhs_stride = w.nb[1];
+        } else {
+            const int64_t mat = (i2 / r2) + (i3 / r3) * w.ne[2];
+            a.rhs = slot + static_cast<size_t>(mat) * matrix_bytes + group_offset(*mine.format, n0, K);
+        }
         a.dst = reinterpret_cast<float*>(static_cast<uint8_t*>(dst.data) + i2 * dst.nb[2] + i3 * dst.nb[3]) + n0;
         a.dst_stride = dst.nb[1];
         a.m = M;
@@ -253,7 +279,7 @@ void run_mul_mat_id(Tensor& dst, const NodePlan& p, ThreadContext& ctx, void* wo
     ctx.barrier();
 
     const uint8_t* slot = p.slot_main;
-    const size_t matrix_bytes = packed_bytes(*k.format, N, K);
+    const size_t matrix_bytes = p.rows ? 0 : packed_bytes(*k.format, N, K);
     const int64_t cols = p.cols;
     const int64_t chunks = (N + cols - 1) / cols;
     ctx.for_chunks(chunks * E, 1, [&](int64_t item, int64_t) {
@@ -263,7 +289,12 @@ void run_mul_mat_id(Tensor& dst, const NodePlan& p, ThreadContext& ctx, void* wo
         GemmArgs a;
         a.lhs = gathered + static_cast<size_t>(starts[ex]) * lrow;
         a.lhs_stride = lrow;
-        a.rhs = slot + static_cast<size_t>(ex) * matrix_bytes + group_offset(*k.format, n0, K);
+        if (p.rows) {
+            a.rhs = static_cast<const uint8_t*>(w.data) + ex * w.nb[2] + n0 * w.nb[1];
+            a.rhs_stride = w.nb[1];
+        } else {
+            a.rhs = slot + static_cast<size_t>(ex) * matrix_bytes + group_offset(*k.format, n0, K);
+        }
         a.dst = out + starts[ex] * N + n0;
         a.dst_stride = sizeof(float) * static_cast<size_t>(N);
         a.m = count;
@@ -318,6 +349,25 @@ bool supports_node(const Tensor& node) {
     return false;
 }
 
+bool serves(const Tensor& node) {
+    if (reads_packed(node) || packs_at_run_time(node)) return true;
+    return (node.op == Op::MUL_MAT || node.op == Op::MUL_MAT_ID) && supports_node(node);
+}
+
+namespace {
+/// The kernels a matrix product (serves()) plans from: the Packed part of the weight type's chain
+/// for a stored-packed or run-time packed weight, else the Rows kernels that serve its K.
+std::vector<const Kernel*> candidates(const Tensor& node) {
+    const Tensor& w = *node.src[0];
+    if (reads_packed(node) || packs_at_run_time(node)) return chain(w.type, usable_cpu_features(), RhsLayout::Packed);
+    return rows_chain(w);
+}
+}  // namespace
+
+const Kernel& main_kernel(const Tensor& node) {
+    return *plan(candidates(node), rows_per_matrix(node), 1, 0).main;
+}
+
 Tuning tuning_from_env() {
     Tuning t;
     t.matrix_cap = matrix_thread_cap();
@@ -326,10 +376,13 @@ Tuning tuning_from_env() {
 }
 
 NodePlan plan_node(const Tensor& node, int nth, const Tuning& tuning) {
-    const bool stored = reads_packed(node);
-    if (stored ? !supports_node(node) : !packs_at_run_time(node))
+    const bool stored = reads_packed(node), runtime = !stored && packs_at_run_time(node);
+    if (stored && !supports_node(node))
         throw Error(ErrorCode::Unsupported, std::string(op_name(node.op)) + " " + describe(node) +
                                                 " reads a CPU_PACKED weight in a form the packed path does not serve");
+    if (!stored && !runtime && !serves(node))
+        throw Error(ErrorCode::Unsupported, std::string(op_name(node.op)) + " " + describe(node) +
+                                                " is not a matrix product the CPU kernel table serves");
     const Tensor& w = *node.src[0];
     NodePlan p;
     if (node.op == Op::GET_ROWS) {
@@ -339,7 +392,9 @@ NodePlan plan_node(const Tensor& node, int nth, const Tuning& tuning) {
         return p;
     }
     const int plan_threads = node.op == Op::MUL_MAT_ID ? 1 : nth;  // MUL_MAT_ID: no hybrid split
-    p.kernels = plan(chain(w.type, usable_cpu_features()), rows_per_matrix(node), plan_threads, tuning.matrix_cap);
+    p.runtime = runtime;
+    p.rows = !stored && !runtime;
+    p.kernels = plan(candidates(node), rows_per_matrix(node), plan_threads, tuning.matrix_cap);
     p.separate_lhs = p.kernels.fallback && p.kernels.fallback->pack_lhs != p.kernels.main->pack_lhs;
     p.cols = chunk_columns(w.ne[1], nth, tuning.chunk_mult, plan_step(p.kernels));
     if (stored) {

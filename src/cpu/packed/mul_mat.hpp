@@ -1,6 +1,15 @@
-// The packed path's ops: MUL_MAT, MUL_MAT_ID and GET_ROWS whose weight (src0) is stored in CPU_PACKED.
+// The CPU backend's one matrix-product driver (MUL_MAT, MUL_MAT_ID), and GET_ROWS of packed weights.
 //
-// MUL_MAT  w [K, N, W2, W3] packed, x F32 [K, M, B2, B3] (rows contiguous) -> dst F32 [N, M, B2, B3]
+// It runs every MUL_MAT / MUL_MAT_ID with F32 activation rows whose weight (src0) is either stored
+// in CPU_PACKED (the Packed kernels of its type's chain, kernel.hpp) or read as its plain GGUF rows
+// (nb[0] = the type's block bytes, any nb[1..3], views: the Rows kernels of the chain, the
+// reference kernel last), and F16 weights it packs at run time. The only difference between the
+// layouts is where a call's rhs points: the packed slot + matrix * matrix_bytes + the group's
+// offset, or w.data + (i2 / r2) * nb[2] + (i3 / r3) * nb[3] + n0 * nb[1] with rhs_stride = nb[1].
+// Other matrix products (F16/BF16 activations, activation rows with a stride between elements)
+// run ref::compute.
+//
+// MUL_MAT  w [K, N, W2, W3], x F32 [K, M, B2, B3] (rows contiguous) -> dst F32 [N, M, B2, B3]
 //   1. every thread packs a share of the M * B2 * B3 activation rows (the kernel's pack_lhs) into
 //      the work buffer (twice in hybrid mode when the two kernels pack differently); barrier.
 //      With at most 4 rows (decode) every thread packs all of them for itself instead: no barrier;
@@ -10,7 +19,7 @@
 //      fallback on the others) over all M rows. No static split: a slow core takes fewer chunks.
 // All of this is decided once per graph (plan_node(): kernels, slots, chunk, work layout); run()
 // only follows its plan.
-// MUL_MAT_ID experts [K, N, E] packed, x F32 [K, U, T], ids I32 [E_used, T] -> dst F32 [N, E_used, T]:
+// MUL_MAT_ID experts [K, N, E], x F32 [K, U, T], ids I32 [E_used, T] -> dst F32 [N, E_used, T]:
 //   x packed, routed (slot, token) pairs sorted by expert and their LHS rows gathered, then chunks
 //   of (expert, columns) as above into a scratch output, scattered to dst (no hybrid split).
 // Run-time packing: MUL_MAT with an F16 src0 that is not stored packed (packs_at_run_time()) packs
@@ -36,8 +45,15 @@ bool reads_packed(const Tensor& node);
 /// over the KV cache) and which the packed path runs by packing src0 into the work buffer first
 /// (all threads, before the barrier): at least 16 activation rows, an F16 chain on this CPU.
 bool packs_at_run_time(const Tensor& node);
-/// True when the packed path can compute node with src0 packed (types, layouts, shapes).
+/// True when the driver can compute node (types, layouts, shapes): MUL_MAT / MUL_MAT_ID with src0
+/// packed or plain rows, GET_ROWS with src0 packed.
 bool supports_node(const Tensor& node);
+/// True when node runs here: it reads a packed weight, packs src0 at run time, or is a MUL_MAT /
+/// MUL_MAT_ID that supports_node() accepts.
+bool serves(const Tensor& node);
+/// The kernel a matrix product that serves() accepts runs for its activation rows (one thread,
+/// no matrix-unit cap): its tier tells a fast kernel from the reference kernel (tier scalar).
+const Kernel& main_kernel(const Tensor& node);
 
 /// The packed path's settings from the environment, read when a CPU backend is created (never
 /// while it computes).
@@ -56,7 +72,9 @@ struct NodePlan {
     Plan kernels;                          ///< MUL_MAT_ID: main only (no hybrid split)
     bool separate_lhs = false;             ///< hybrid: the fallback packs its own LHS
     bool private_lhs = false;              ///< <= 4 activation rows: each thread packs all of them itself
-    const uint8_t* slot_main = nullptr;    ///< src0 in main's format; nullptr: packed at run time into work
+    bool runtime = false;                  ///< src0 is packed at run time into work
+    bool rows = false;                     ///< src0's plain rows (Rows kernels): no slot
+    const uint8_t* slot_main = nullptr;    ///< src0 in main's format (stored packed)
     const uint8_t* slot_fallback = nullptr;  ///< src0 in the fallback's format
     const Format* rows_format = nullptr;   ///< GET_ROWS: the slot rows are read from (work: a group per thread)
     int64_t cols = 0;                      ///< columns per chunk
@@ -68,8 +86,8 @@ struct NodePlan {
     /// pairs, the routed rows' packed LHS gathered per expert, their F32 outputs.
     struct { size_t xq = 0, starts = 0, pairs = 0, gathered = 0, out = 0; } id;
 };
-/// Plans node (reads_packed() or packs_at_run_time()) for runs of nth threads. Throws
-/// Error(Unsupported) naming the node when the packed path does not serve it, and
+/// Plans node (serves()) for runs of nth threads. Throws Error(Unsupported) naming the node when
+/// the driver does not serve it, and
 /// Error(InvalidArgument) naming the tensor when a packed header is damaged.
 NodePlan plan_node(const Tensor& node, int nth, const Tuning& tuning);
 /// Computes node on every thread of the run (ctx.nth = the plan's nth) with `work` holding

@@ -81,7 +81,7 @@ std::function<bool(bool json)> add_info_developer_options(CLI::App& info, CLI::O
         ->excludes(full_arrays)
         ->group(kDeveloperOptionsGroup);
     info.add_flag("--kernels", opts->kernels,
-                  "Print the packed CPU kernels: per weight type every compiled kernel, whether this CPU runs it, "
+                  "Print the CPU matrix-product kernels (packed and plain-row layouts): per weight type every compiled kernel, whether this CPU runs it, "
                   "and which one the chain selects (for -t threads) and why")
         ->excludes(file)
         ->excludes(full_arrays)

@@ -401,6 +401,12 @@ std::string check_inputs(const Instance& inst, const std::vector<std::vector<uin
 
 namespace {
 
+/// A reference kernel's name: "ref" (the op-level reference) or a matrix-product chain's last
+/// entry, `<weight>_f32_{gemm,gemv}_ref`.
+bool ran_reference(const std::string& kernel) {
+    return kernel == "ref" || (kernel.size() > 4 && kernel.compare(kernel.size() - 4, 4, "_ref") == 0);
+}
+
 const char* kind_text(KernelKind k) {
     switch (k) {
         case KernelKind::Fast: return "a fast kernel";
@@ -524,7 +530,7 @@ int run_tests(const Options& opt) {
                     l.nmse = v.nmse;
                     std::string extra = place->check_guards();
                     if (extra.empty()) extra = check_inputs(sub, data);
-                    const KernelKind ran = l.kernel.empty() ? KernelKind::None : l.kernel == "ref" ? KernelKind::Reference : KernelKind::Fast;
+                    const KernelKind ran = l.kernel.empty() ? KernelKind::None : ran_reference(l.kernel) ? KernelKind::Reference : KernelKind::Fast;
                     if (ran != declared) {
                         extra += extra.empty() ? "" : "; ";
                         extra += std::string("declared ") + kind_text(declared) + ", ran " + kind_text(ran);
