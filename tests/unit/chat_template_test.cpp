@@ -136,9 +136,8 @@ TEST(ChatTemplate, MatchesJinjaRendering) {
 
 TEST(ChatTemplate, ExtractsChatMLDefaultSystemInBothNewlineSpellings) {
     // SmolLM2's GGUF template writes the newline as a real newline character, Qwen2.5's as \n.
-    const std::string literal_newline =
-        std::string("{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\n") + kSmolLM2System +
-        "<|im_end|>\n' }}{% endif %}";
+    std::string literal_newline = "{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\n";
+    literal_newline.append(kSmolLM2System).append("<|im_end|>\n' }}{% endif %}");
     EXPECT_EQ(detect_chat_template(literal_newline).default_system, kSmolLM2System);
     EXPECT_EQ(detect_chat_template("{{ '<|im_start|>system\\nBe brief.<|im_end|>\\n' }}").default_system, "Be brief.");
     // The system text comes from the conversation: no default.
