@@ -152,6 +152,54 @@ TEST(PackedKernel, EveryUsableKernelMatchesTheFloat64Dot) {
     }
 }
 
+// Non-finite activations (a broken model or a fuzzed file makes them) run without undefined
+// behaviour (the sanitizer tree runs this), poison only their own row, and an infinite one makes
+// every output of its row non-finite. Row 0 is finite, row 1 holds a NaN, row 2 an inf; row 0 of
+// the three-row call must equal row 0 computed alone.
+TEST(PackedKernel, NonFiniteActivationsStayInTheirRow) {
+    const CpuFeatures& f = usable_cpu_features();
+    int ran = 0;
+    for (const Kernel* kern : all_kernels()) {
+        if (!usable(*kern, f) || !quant::has_quantize(kern->weight)) continue;  // weights made by quantizing
+        ++ran;
+        SCOPED_TRACE(kern->name);
+        const int64_t kmin = static_cast<int64_t>(dtype_info(kern->weight).block_size);
+        const int64_t m = 3, n = 16, k = kmin == 1 ? 64 : 2 * kmin;
+        const std::vector<uint8_t> rows = random_rows(kern->weight, n, k, 21);
+        std::vector<uint8_t> rhs = rows;
+        size_t rhs_stride = 0;
+        if (kern->rhs_layout == RhsLayout::Packed) {
+            rhs.assign(rhs_packed_bytes(*kern, n, k), 0);
+            kern->format->pack(rows.data(), rhs.data(), n, k);
+        } else {
+            rhs_stride = static_cast<size_t>(dtype_row_bytes(kern->weight, k));
+        }
+        std::vector<float> x = random_floats(static_cast<size_t>(m * k), 22);
+        x[static_cast<size_t>(k + 5)] = std::nanf("");
+        x[static_cast<size_t>(2 * k + k / 2)] = INFINITY;
+        const size_t lrow = lhs_row_bytes(*kern, k);
+        auto run = [&](int64_t first, int64_t rows_n) {
+            std::vector<uint8_t> lhs(lhs_packed_bytes(*kern, rows_n, k) + 64);
+            kern->pack_lhs(x.data() + first * k, static_cast<size_t>(k) * sizeof(float), lhs.data(), rows_n, k);
+            std::vector<float> out(static_cast<size_t>(rows_n * n));
+            GemmArgs a{lhs.data(), lrow, rhs.data(), out.data(), static_cast<size_t>(n) * sizeof(float), rows_n, n, k};
+            a.rhs_stride = rhs_stride;
+            (rows_n == 1 ? kern->gemv : kern->gemm)(a);
+            return out;
+        };
+        const std::vector<float> all = run(0, m), row0 = run(0, 1), row2 = run(2, 1);
+        for (int64_t j = 0; j < n; ++j) {
+            EXPECT_TRUE(std::isfinite(all[static_cast<size_t>(j)])) << "row 0 col " << j;
+            // (float-activation kernels may sum a row in another order in a taller tile)
+            EXPECT_NEAR(all[static_cast<size_t>(j)], row0[static_cast<size_t>(j)], 1e-5 * std::fabs(row0[static_cast<size_t>(j)]) + 1e-6)
+                << "row 0 col " << j;
+            EXPECT_FALSE(std::isfinite(all[static_cast<size_t>(2 * n + j)])) << "row 2 (inf) col " << j;
+            EXPECT_FALSE(std::isfinite(row2[static_cast<size_t>(j)])) << "row 2 alone col " << j;
+        }
+    }
+    EXPECT_GT(ran, 0);  // the reference kernels run everywhere
+}
+
 /// The reference quantizer's blocks (quant::quantize_rows of kern.lhs) in kern's LHS layout: the
 /// blocks themselves, or scaled blocks (kernel.hpp's LhsLayout::Scaled) with aux as the layout
 /// defines it for kern's weight type.

@@ -84,7 +84,9 @@ void quantize_q8_scaled(const float* x, size_t x_stride, uint8_t* dst, int64_t m
                 const float s = _cvtsh_ss(to_half(static_cast<float>(q.sum) * q.d));
                 std::memcpy(out + 36, &s, 4);
             } else {
-                const int32_t c = -kCorr * q.sum;
+                // wrapping: a NaN or inf activation quantizes to INT_MIN lanes whose sum overflows (that
+                // block's outputs are NaN anyway); the correction must not be undefined behaviour
+                const auto c = static_cast<int32_t>(0u - static_cast<uint32_t>(kCorr) * static_cast<uint32_t>(q.sum));
                 std::memcpy(out + 36, &c, 4);
             }
             _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), q.q);
