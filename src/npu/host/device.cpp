@@ -1,5 +1,7 @@
 #include "npu/host/device.hpp"
 
+#include <regex>
+
 #include "backend/registry.hpp"
 #include "npu/host/backend.hpp"
 #include "npu/host/session.hpp"
@@ -16,9 +18,13 @@ std::string& config_error_text() {
 
 }  // namespace
 
+struct NpuDevice::OpFilter {
+    std::regex re;
+};
+
 NpuDevice::NpuDevice(uint32_t index, const Config& cfg)
     : name_("NPU" + std::to_string(index)), cfg_(cfg), device_buft_(*this, false), host_buft_(*this, true) {
-    if (!cfg_.opfilter.empty()) opfilter_ = std::make_unique<std::regex>(cfg_.opfilter);
+    if (!cfg_.opfilter.empty()) opfilter_ = std::make_unique<OpFilter>(OpFilter{std::regex(cfg_.opfilter)});
 }
 
 NpuDevice::~NpuDevice() = default;
@@ -55,7 +61,7 @@ DeviceBudget NpuDevice::budget() const {
 
 bool NpuDevice::supports_op(const Tensor& t) const {
     if (!device_supports(t, budget())) return false;
-    return !(opfilter_ && std::regex_search(op_name(t.op), *opfilter_));
+    return !(opfilter_ && std::regex_search(op_name(t.op), opfilter_->re));
 }
 
 KernelKind NpuDevice::declared_kernel(const Tensor& t) const {

@@ -10,7 +10,6 @@
 
 #include <memory>
 #include <mutex>
-#include <regex>
 #include <string>
 
 #include "backend/backend.hpp"
@@ -65,7 +64,8 @@ public:
 private:
     std::string name_;
     Config cfg_;
-    std::unique_ptr<std::regex> opfilter_;
+    struct OpFilter;  // TESSEL_NPU_OPFILTER's compiled regex (device.cpp: <regex> stays out of this header)
+    std::unique_ptr<OpFilter> opfilter_;
     NpuBufferType device_buft_, host_buft_;
     mutable std::mutex mu_;
     std::unique_ptr<Session> session_;
