@@ -11,6 +11,7 @@ namespace {
 
 struct Iq4nlDecoder {
     static constexpr int64_t kBlockBytes = kGroupRows * 18;  ///< d[16], 4 nibble registers
+    static constexpr int kCorr = 128;
     /// kvalues + 128 in each 128-bit lane (vpshufb indexes within a lane).
     const __m512i table = _mm512_xor_si512(
         _mm512_broadcast_i32x4(_mm_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113)),
@@ -27,7 +28,7 @@ struct Iq4nlDecoder {
     }
 };
 
-void pack_q8_0(const float* x, size_t x_stride, uint8_t* dst, int64_t m, int64_t k) { quantize_q8_scaled<128>(x, x_stride, dst, m, k); }
+void pack_q8_0(const float* x, size_t x_stride, uint8_t* dst, int64_t m, int64_t k) { quantize_q8_scaled<Iq4nlDecoder::kCorr>(x, x_stride, dst, m, k); }
 
 constexpr int kMr = 8;
 

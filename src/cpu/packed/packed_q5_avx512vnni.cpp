@@ -14,6 +14,7 @@ namespace {
 
 struct Q5Decoder {
     static constexpr int64_t kBlockBytes = kQ5BlockBytes;
+    static constexpr int kCorr = 16;
     /// op[r] = elements 4r.., op[r + 4] = 16 + 4r.. of block `gb` of a group.
     void decode(const uint8_t* gb, __m512i (&op)[8]) const {
         const __m512i qh = _mm512_loadu_si512(gb + kQ5Head);
@@ -31,7 +32,7 @@ struct Q5Decoder {
     }
 };
 
-void pack_q8_0(const float* x, size_t x_stride, uint8_t* dst, int64_t m, int64_t k) { quantize_q8_scaled<16>(x, x_stride, dst, m, k); }
+void pack_q8_0(const float* x, size_t x_stride, uint8_t* dst, int64_t m, int64_t k) { quantize_q8_scaled<Q5Decoder::kCorr>(x, x_stride, dst, m, k); }
 
 constexpr int kMr = 8;
 

@@ -3,8 +3,10 @@
 // activation rows x one group (16 columns). Per block the weight decoder builds 8 registers, op[j]
 // holding K-elements 4j..4j+3 of the 16 rows, once for the MR rows; each row's integer dot starts
 // at its block's aux (-c * sum q_x, c the code offset) and adds vpdpbusd(op[j], q_x[4j..4j+3]);
-// then acc += (d_w * d_x) * dot in float lanes. Included by avx512vnni translation units only;
-// internal linkage (see cpu/kernels/kernel.hpp on inline code in ISA units).
+// then acc += (d_w * d_x) * dot in float lanes. A decoder whose codes need no offset (Q4_1) has a
+// min instead: its dots start at 0 and acc += m_w * s_x follows (s_x: the block's aux, Q8_1's s).
+// Included by avx512vnni translation units only; internal linkage (see cpu/kernels/kernel.hpp on
+// inline code in ISA units).
 #pragma once
 
 #include "cpu/packed/lhs_avx512.hpp"  // first: it includes <immintrin.h> with g++'s false warnings silenced
@@ -32,8 +34,10 @@ inline float f32_at(const uint8_t* p) {
 }
 
 /// MR scaled activation rows (from row i0) times one group over all blocks. D (the weight
-/// decoder) has kBlockBytes (bytes of one block of a group, its fp16 d[16] first) and
-/// decode(gb, op) filling the 8 operand registers of the group block at gb.
+/// decoder) has kBlockBytes (bytes of one block of a group, its fp16 d[16] first), kCorr (the code
+/// offset c of its scaled blocks' aux, quant_traits.hpp's kScaledCorr; 0: the block has fp16 m[16]
+/// after d[16] and the aux is s_x) and decode(gb, op) filling the 8 operand registers of the group
+/// block at gb.
 template <class D, int MR>
 void scaled_tile(const D& dec, const GemmArgs& a, int64_t i0, const uint8_t* group, int64_t n0, int n_cols) {
     const int64_t nb = a.k / 32;
@@ -52,7 +56,7 @@ void scaled_tile(const D& dec, const GemmArgs& a, int64_t i0, const uint8_t* gro
         #pragma GCC unroll 16
         for (int i = 0; i < MR; ++i) {
             x[i] = row[i] + b * kScaledBlockBytes;
-            dot[i] = _mm512_set1_epi32(i32_at(x[i] + kScaledAux));
+            dot[i] = D::kCorr != 0 ? _mm512_set1_epi32(i32_at(x[i] + kScaledAux)) : _mm512_setzero_si512();
         }
         #pragma GCC unroll 16
         for (int j = 0; j < 8; ++j) {
@@ -63,6 +67,11 @@ void scaled_tile(const D& dec, const GemmArgs& a, int64_t i0, const uint8_t* gro
         #pragma GCC unroll 16
         for (int i = 0; i < MR; ++i)
             acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[i]), _mm512_mul_ps(dw, _mm512_set1_ps(f32_at(x[i] + kScaledD))), acc[i]);
+        if constexpr (D::kCorr == 0) {
+            const __m512 mw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(gb + 2 * kGroupRows)));
+            #pragma GCC unroll 16
+            for (int i = 0; i < MR; ++i) acc[i] = _mm512_fmadd_ps(mw, _mm512_set1_ps(f32_at(x[i] + kScaledAux)), acc[i]);
+        }
     }
     const __mmask16 mask = n_cols >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n_cols) - 1);
     #pragma GCC unroll 16
