@@ -207,10 +207,6 @@ void f16_gemv(const GemmArgs& a) {
 void pack_q4_0(const float* x, size_t x_stride, uint8_t* dst, int64_t m, int64_t k) { quantize_q8_scaled<kScaledCorr<Q4_0W>>(x, x_stride, dst, m, k); }
 void pack_q4_1(const float* x, size_t x_stride, uint8_t* dst, int64_t m, int64_t k) { quantize_q8_scaled<kScaledCorr<Q4_1W>>(x, x_stride, dst, m, k); }
 void pack_q8_0(const float* x, size_t x_stride, uint8_t* dst, int64_t m, int64_t k) { quantize_q8_scaled<kScaledCorr<Q8_0W>>(x, x_stride, dst, m, k); }
-void pack_f32(const float* x, size_t x_stride, uint8_t* dst, int64_t m, int64_t k) {
-    for (int64_t i = 0; i < m; ++i)
-        std::memcpy(dst + i * k * 4, reinterpret_cast<const uint8_t*>(x) + i * x_stride, static_cast<size_t>(k) * 4);
-}
 
 constexpr int kMr = 4;
 
@@ -221,7 +217,7 @@ constexpr Kernel kQ4_1 = {"q4_1_q8_1_gemm_4x16_avx2", "q4_1_q8_1_gemv_1x16_avx2"
 constexpr Kernel kQ8_0 = {"q8_0_q8_0_gemm_4x16_avx2", "q8_0_q8_0_gemv_1x16_avx2", CpuTier::Avx2, false, DType::Q8_0, DType::Q8_0,
                       kMr, 16, 4, 1, kMr, 16, 1, pack_q8_0, quant_gemm<Q8_0W, kMr>, quant_gemm<Q8_0W, 1>, LhsLayout::Scaled};
 constexpr Kernel kF16 = {"f16_f32_gemm_6x16_avx2", "f16_f32_gemv_1x16_avx2", CpuTier::Avx2, false, DType::F16, DType::F32,
-                     kF16Mr, 16, 2, 1, kF16Mr, 16, 1, pack_f32, f16_gemm, f16_gemv};
+                     kF16Mr, 16, 2, 1, kF16Mr, 16, 1, pack_f32_rows, f16_gemm, f16_gemv};
 
 constinit Kernel table[] = {kQ4_0, kQ4_1, kQ8_0, kF16};
 

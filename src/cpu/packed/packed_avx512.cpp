@@ -7,7 +7,6 @@
 #include "cpu/kernels/avx512_intrinsics.hpp"  // first: <immintrin.h> without g++ 12's false warnings
 
 #include <algorithm>
-#include <cstring>
 
 #include "cpu/packed/kernel.hpp"
 #include "cpu/packed/row_tiles.hpp"
@@ -69,13 +68,9 @@ void f16_gemv(const GemmArgs& a) {
     }
 }
 
-void pack_f32(const float* x, size_t x_stride, uint8_t* dst, int64_t m, int64_t k) {
-    for (int64_t i = 0; i < m; ++i)
-        std::memcpy(dst + i * k * 4, reinterpret_cast<const uint8_t*>(x) + i * x_stride, static_cast<size_t>(k) * 4);
-}
 
 constexpr Kernel kF16 = {"f16_f32_gemm_8x16_avx512", "f16_f32_gemv_1x16_avx512", CpuTier::Avx512, false, DType::F16, DType::F32,
-                     kMr, 16, 2, 1, kMr, 16, 1, pack_f32, f16_gemm, f16_gemv};
+                     kMr, 16, 2, 1, kMr, 16, 1, pack_f32_rows, f16_gemm, f16_gemv};
 
 constinit Kernel table[] = {kF16};
 
