@@ -47,7 +47,7 @@ uint8_t* arena(size_t bytes) {
     return buf.get();
 }
 
-/// This thread's share [begin, end) of n bytes, in 64-byte lines.
+/// This part's share [begin, end) of n bytes, in 64-byte lines.
 void share(size_t n, const cpu::ThreadContext& ctx, size_t& begin, size_t& end) {
     const size_t lines = n / 64, per = lines / static_cast<size_t>(ctx.nth), extra = lines % static_cast<size_t>(ctx.nth);
     const size_t i = static_cast<size_t>(ctx.ith);
@@ -68,10 +68,10 @@ void bench_read(benchmark::State& state) {
         cpu::ThreadPool pool(static_cast<int>(state.range(1)));
         std::vector<uint64_t> sums(static_cast<size_t>(pool.size()) * 8);  // a cache line each
         for (auto _ : state) {
-            pool.run([&](cpu::ThreadContext& ctx) {
+            pool.run_parts(pool.size(), [&](cpu::ThreadContext& part) {
                 size_t b = 0, e = 0;
-                share(bytes, ctx, b, e);
-                sums[static_cast<size_t>(ctx.ith) * 8] = sum_words(reinterpret_cast<const uint64_t*>(buf + b), (e - b) / 8);
+                share(bytes, part, b, e);
+                sums[static_cast<size_t>(part.ith) * 8] = sum_words(reinterpret_cast<const uint64_t*>(buf + b), (e - b) / 8);
             });
             benchmark::DoNotOptimize(sums.data());
             benchmark::ClobberMemory();
@@ -88,9 +88,9 @@ void bench_copy(benchmark::State& state) {
         uint8_t* buf = arena(2 * half);
         cpu::ThreadPool pool(static_cast<int>(state.range(1)));
         for (auto _ : state) {
-            pool.run([&](cpu::ThreadContext& ctx) {
+            pool.run_parts(pool.size(), [&](cpu::ThreadContext& part) {
                 size_t b = 0, e = 0;
-                share(half, ctx, b, e);
+                share(half, part, b, e);
                 std::memcpy(buf + half + b, buf + b, e - b);
             });
             benchmark::ClobberMemory();

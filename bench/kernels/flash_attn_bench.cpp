@@ -25,6 +25,7 @@
 #include "benchmarks.hpp"
 #include "core/cpu_features.hpp"
 #include "core/fp16.hpp"
+#include "cpu/graph_plan.hpp"
 #include "cpu/kernels/kernel.hpp"
 #include "graph/builder.hpp"
 #include "graph/builder_attn.hpp"
@@ -95,10 +96,11 @@ void bench_flash_attn(benchmark::State& state, const cpu::FastKernel& kern, cons
         FlashAttnRun run(s);
         const int threads = static_cast<int>(state.range(0));
         cpu::ThreadPool pool(threads);
-        Memory work = allocate(kern.work_size(run.dst(), threads) + 64);
-        auto step = [&](cpu::ThreadContext& ctx) { kern.run(run.dst(), ctx, work.get()); };
-        pool.run(step);  // warm-up
-        for (auto _ : state) pool.run(step);
+        const int parts = threads * cpu::kPartsPerThread;  // as the CPU backend runs it
+        Memory work = allocate(kern.work_size(run.dst(), parts) + 64);
+        auto step = [&](cpu::ThreadContext& part) { kern.run(run.dst(), part, work.get()); };
+        pool.run_parts(parts, step);  // warm-up
+        for (auto _ : state) pool.run_parts(parts, step);
         state.counters["FLOPs"] = benchmark::Counter(run.flops(), benchmark::Counter::kIsIterationInvariantRate);
     } catch (const std::exception& e) {
         state.SkipWithError(e.what());

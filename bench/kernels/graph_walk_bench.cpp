@@ -49,7 +49,10 @@ DecodeGraph& decode_graph() {
     return *g;
 }
 
-void no_op(const cpu::PlannedNode& n, cpu::ThreadContext&) { benchmark::DoNotOptimize(n.node); }
+/// Claims the node's work as the CPU backend does (its parts, or the one solo chunk) and does nothing.
+void no_op(const cpu::PlannedNode& n, cpu::ThreadContext& ctx) {
+    ctx.parts(n.parts, [&](cpu::ThreadContext&) { benchmark::DoNotOptimize(n.node); });
+}
 
 void bench_walk(benchmark::State& state, bool per_split) {
     try {

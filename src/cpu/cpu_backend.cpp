@@ -99,11 +99,13 @@ private:
         GraphPlan plan;
     };
 
+    /// The packed driver claims its own chunks; fast and reference kernels split by (ith, nth),
+    /// so they run as the plan's parts.
     static void run_node(const PlannedNode& n, ThreadContext& ctx, void* work) {
         switch (n.path) {
         case PlannedNode::Path::Packed: packed::run(*n.node, n.packed, ctx, work); break;
-        case PlannedNode::Path::Fast: n.kernel->run(*n.node, ctx, work); break;
-        case PlannedNode::Path::Reference: ref::compute(*n.node, ctx); break;
+        case PlannedNode::Path::Fast: ctx.parts(n.parts, [&](ThreadContext& part) { n.kernel->run(*n.node, part, work); }); break;
+        case PlannedNode::Path::Reference: ctx.parts(n.parts, [&](ThreadContext& part) { ref::compute(*n.node, part); }); break;
         }
     }
 

@@ -31,6 +31,7 @@ void plan_graph(const std::vector<Tensor*>& nodes, int nth, const packed::Tuning
         n.node = node;
         n.solo = nth == 1 || node_bytes(*node) < kSoloBytes;
         const int threads = n.solo ? 1 : nth;
+        n.parts = n.solo ? 1 : nth * kPartsPerThread;
         size_t work = 0;
         if (packed::serves(*node)) {
             n.path = PlannedNode::Path::Packed;
@@ -39,7 +40,7 @@ void plan_graph(const std::vector<Tensor*>& nodes, int nth, const packed::Tuning
         } else if (const FastKernel* k = select_kernel(*node, features)) {
             n.path = PlannedNode::Path::Fast;
             n.kernel = k;
-            work = k->work_size(*node, threads);
+            work = k->work_size(*node, n.parts);
         }
         out.work = std::max(out.work, work);
         const auto index = static_cast<uint32_t>(out.nodes.size());

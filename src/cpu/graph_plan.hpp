@@ -3,12 +3,13 @@
 // plan_graph() decides, once per graph (the backend caches plans by graph_uid), for every node
 // that computes something (views compute nothing): the path (the matrix-product driver of
 // cpu/packed for MUL_MAT / MUL_MAT_ID it serves and packed GET_ROWS, a fast kernel, the reference
-// kernel) with the kernel or the driver's NodePlan, the work-buffer bytes, and whether the
-// node runs solo (on thread 0 alone: it touches fewer than kSoloBytes). Consecutive nodes become
+// kernel) with the kernel or the driver's NodePlan, the work-buffer bytes, whether the node runs
+// solo (by one thread: it touches fewer than kSoloBytes) and, for fast and reference kernels,
+// how many parts its (ith, nth) split has (kPartsPerThread per thread). Consecutive nodes become
 // steps: one parallel node, or a run of solo nodes. walk() is what every thread of the one pool
-// run per graph_compute executes: the steps in order, one barrier between two steps (which also
-// restarts the chunk counter, so each node's chunk loop starts at chunk 0); in a solo step thread
-// 0 runs the nodes alone while the other threads wait at the next barrier.
+// run per graph_compute executes: the steps in order, each ended by a barrier (the pool's phases,
+// threadpool.hpp); a solo step is one chunk, whichever thread claims it runs its nodes alone; a
+// fast or reference node's parts are chunks; the packed driver claims its own chunks.
 #pragma once
 
 #include <cstddef>
@@ -23,6 +24,10 @@
 
 namespace tessel::cpu {
 
+/// Parts per thread of a parallel fast or reference node: its kernel splits rows by (part, parts),
+/// and threads claim parts, so a slow thread takes fewer.
+inline constexpr int kPartsPerThread = 4;
+
 /// Nodes that touch fewer bytes than this run on thread 0 alone: handing a few microseconds of
 /// work to the workers costs more than it saves (decode-time norms, element-wise ops, RoPE and
 /// cache writes), and every hand-over is a chance to wait for a descheduled worker on a busy
@@ -34,13 +39,14 @@ struct PlannedNode {
     enum class Path : uint8_t { Reference, Fast, Packed };
     Tensor* node = nullptr;
     Path path = Path::Reference;
-    bool solo = false;                   ///< runs on thread 0 alone (ctx.nth = 1)
+    bool solo = false;                   ///< runs on one thread (ctx.nth = 1)
+    int parts = 1;                       ///< Path::Fast / Reference: parts of the (ith, nth) split
     const FastKernel* kernel = nullptr;  ///< Path::Fast
     packed::NodePlan packed;             ///< Path::Packed
 };
 
 /// Planned nodes [begin, end) run as one step: one node on every thread, or (solo) a run of
-/// solo nodes on thread 0.
+/// solo nodes on one thread.
 struct Step {
     uint32_t begin = 0, end = 0;
     bool solo = false;
@@ -61,23 +67,24 @@ void plan_graph(const std::vector<Tensor*>& nodes, int nth, const packed::Tuning
 /// The name of the kernel a planned node runs ("ref": the reference kernel).
 std::string planned_kernel_name(const PlannedNode& n);
 
-/// Runs plan `g` on the thread of ctx (called on every thread of one pool run, or on thread 0
-/// alone when !g.parallel): run_node(const PlannedNode&, ThreadContext&) per node, see the file
-/// comment.
+/// Runs plan `g` on the thread of ctx (called on every thread of one pool run, or on one thread
+/// with an alone() context when !g.parallel): run_node(const PlannedNode&, ThreadContext&) per
+/// node, see the file comment. run_node must claim a parallel node's work through ctx (parts or
+/// chunks); solo nodes get an alone() context.
 template <class RunNode>
 void walk(const GraphPlan& g, ThreadContext& ctx, RunNode&& run_node) {
-    for (size_t s = 0; s < g.steps.size(); ++s) {
-        const Step& st = g.steps[s];
-        if (s > 0) ctx.barrier();
-        if (!st.solo) {
+    for (const Step& st : g.steps) {
+        if (st.solo) {
+            ctx.for_chunks(1, 1, [&](int64_t, int64_t) {
+                for (uint32_t i = st.begin; i < st.end; ++i) {
+                    ThreadContext one = ctx.alone();
+                    run_node(g.nodes[i], one);
+                }
+            });
+        } else {
             run_node(g.nodes[st.begin], ctx);
-            continue;
         }
-        if (ctx.ith != 0) continue;  // on to the next barrier
-        for (uint32_t i = st.begin; i < st.end; ++i) {
-            ThreadContext one = ctx.alone();
-            run_node(g.nodes[i], one);
-        }
+        ctx.barrier();
     }
 }
 

@@ -1,26 +1,38 @@
-// The cpu backend's thread pool: a fixed team of threads that enter one function together (the
-// CPU backend's: the walk over a whole planned graph, graph_plan.hpp).
+// The cpu backend's thread pool: a team of threads that enter one function together (the CPU
+// backend's walk over a whole planned graph, graph_plan.hpp) and share its work in chunks, so that
+// a thread whose core is taken by another program never holds the others up.
 //
-// ThreadPool(n) owns n-1 persistent worker threads; the thread calling run() takes part as
-// thread 0, so a run uses exactly n threads. Inside a kernel, threads split work by index
-// (ctx.ith of ctx.nth), or dynamically through a shared chunk counter (ctx.next_chunk(),
-// ctx.for_chunks()), and separate phases with ctx.barrier() (e.g. pack activations, barrier,
-// compute output columns).
+// ThreadPool(n) owns n-1 persistent worker threads; the thread calling run() takes part as thread
+// 0. Every thread runs the same code. Work is divided into *phases* separated by ctx.barrier();
+// inside a phase, all work is done in chunks claimed with ctx.for_chunks() (or in parts, ctx.parts())
+// from one shared counter tagged with the phase's number. A phase is complete when its chunks are
+// complete, not when every thread has arrived: barrier() waits for the chunks only. A thread that
+// comes back late (it was descheduled, or still waking up) finds the phase's counter moved on, so its
+// claims for that phase fail at once; it runs through the remaining code claiming nothing until it
+// reaches the phase the others are in. Hence the rule for kernels: every read or write of tensor
+// data happens inside a claimed chunk (code outside chunks may run on a late thread while the work
+// buffer already holds a later node's data), and every thread makes the same sequence of
+// for_chunks()/barrier() calls with the same chunk counts.
 //
-// Waiting policy (idle workers between runs, barrier waits, the caller waiting for workers):
-//   1. spin with the x86 `pause` / Arm `yield` hint, backing off exponentially up to 64 hints per
-//      check, for WaitPolicy::spin (default 100 us) -- skipped when the pool has more threads
-//      than this process may use CPUs (oversubscribed), and for idle workers while paused;
-//   2. then std::this_thread::yield() until WaitPolicy::spin + WaitPolicy::yield (default
-//      +1000 us) have passed since the wait began -- oversubscribed pools yield at most
-//      kOversubscribedYields (16) times instead;
-//   3. then park on a condition variable until woken. Every event that can end a wait (a new
-//      run, a barrier release, the last worker finishing, an exception, shutdown, resume())
-//      wakes parked threads, so parking never loses a wakeup.
-// So a busy pool answers a new op within a few hundred nanoseconds, an idle one costs no CPU
-// after ~1.1 ms, and a pool of 200 threads on 2 cores makes progress without livelock.
-// pause() makes idle workers park at once (e.g. while another device computes); resume()
-// wakes them to spin again ahead of the next run.
+// A thread descheduled while it *holds* a chunk still holds its phase for a scheduler slice. The pool
+// shrinks the team instead of waiting for that again: a thread that has waited for a phase (or for
+// the workers at the end of a run) longer than a lateness threshold -- max(kLateMinimum, twice the
+// time it worked in that phase) -- benches the threads that still hold its chunks (or are still
+// running). A benched thread claims nothing and is not invited to runs until its probation ends;
+// the probation runs from when the thread is back, starts at kProbationStart, doubles for each new
+// late event up to kProbationMax, and drops back to the start for a thread that was not late for
+// four probations after the last one ended. So a thread on a busy
+// core costs at most about one scheduler slice per probation (0.3 % at the maximum), and comes back
+// within a second after the core frees up. The waiter that benches is never benched itself, so at
+// least one thread keeps working. (Re-running a held chunk on another thread was the alternative;
+// it is unsafe here: the late thread's writes would land after later nodes reused the memory.)
+//
+// Waiting (idle workers between runs, barrier waits, the caller waiting for workers): spin with the
+// x86 `pause` / Arm `yield` hint for WaitPolicy::spin (default 50 us; no spin when the run has more
+// threads than this process may use CPUs), then block on a condition variable until woken (waits
+// that can detect lateness wake up in time to check it). Every event that can end a wait (a phase
+// completing, a new run, the last worker leaving, an exception, shutdown, resume()) wakes blocked
+// threads. pause() makes idle workers block at once; resume() wakes them to spin again.
 #pragma once
 
 #include <atomic>
@@ -28,11 +40,11 @@
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <type_traits>
-#include <memory>
 #include <utility>
 #include <vector>
 
@@ -51,59 +63,89 @@ int default_thread_count();
 /// Returns 0 if no entry could be read (no errors thrown).
 int count_physical_cores(const std::string& cpu_dir, const std::vector<bool>& allowed = {});
 
-/// How long a waiting thread spins and yields before it parks (see the file comment).
+/// How long a waiting thread spins before it blocks (see the file comment).
 struct WaitPolicy {
-    std::chrono::microseconds spin{100};   ///< busy-wait budget with pause hints
-    std::chrono::microseconds yield{1000}; ///< further budget spent in std::this_thread::yield()
+    std::chrono::microseconds spin{50};  ///< busy-wait budget with pause hints
 };
+
+/// Lateness and probation constants (file comment), in nanoseconds.
+inline constexpr int64_t kLateMinimum = 500'000;
+inline constexpr int64_t kProbationStart = 4'000'000;
+inline constexpr int64_t kProbationMax = 1'024'000'000;
 
 class ThreadPool;
 
-/// What a kernel sees: its thread index and count, the barrier and the chunk counter.
-/// Only valid inside the run that passed it, on the thread it was passed to.
+/// What a kernel sees: its thread (or part) index and count, the phase's chunk counter and the
+/// barrier. Only valid inside the run that passed it, on the thread it was passed to.
 class ThreadContext {
 public:
-    int ith;  ///< this thread's index, 0 .. nth-1 (0 is the thread that called run())
-    int nth;  ///< number of threads in the run (the pool size)
+    /// In a pool run: this thread's index 0 .. nth-1 (0 is the thread that called run()) and the
+    /// team size -- use them only to pick per-thread scratch, never to split work. In a part
+    /// (parts()) or alone(): the part's index and the number of parts.
+    int ith;
+    int nth;
 
-    /// Blocks until all nth threads of the run have called barrier() the same number of times.
-    /// Writes made by any thread before the barrier are visible to every thread after it.
-    /// Also resets the chunk counter, so every phase between barriers starts at chunk 0.
-    /// If another thread's kernel threw, throws an internal abort exception instead of waiting
-    /// (let it propagate; run() reports the original exception).
-    void barrier();
-
-    /// Next chunk index of this phase: successive calls across all threads return 0, 1, 2, ...
-    /// each exactly once. The caller stops when the value reaches its own bound. Lock-free.
-    int64_t next_chunk();
-
-    /// Dynamic scheduling helper: splits [0, n_items) into chunks of `chunk_size` items (the last
-    /// may be shorter) and calls fn(begin, end) for the chunks this thread claims from the chunk
-    /// counter; across all threads every chunk runs exactly once. Every thread of the run must
-    /// call it (or none), and at most one chunk loop may run per phase: separate two loops with
-    /// barrier(). Throws tessel::Error(InvalidArgument) if n_items < 0 or chunk_size < 1.
+    /// Splits [0, n_items) into chunks of `chunk_size` items (the last may be shorter) and calls
+    /// fn(begin, end) for the chunks this thread claims; across the team every chunk runs exactly
+    /// once, and each phase (code between barriers) has at most one chunk loop. In a part or alone()
+    /// context it runs the part's share: chunks ith, ith + nth, ... (strided, so uneven chunk costs
+    /// spread over the parts). Throws tessel::Error(InvalidArgument) if n_items < 0, chunk_size < 1
+    /// or there are 2^31 chunks or more.
     template <class F>
     void for_chunks(int64_t n_items, int64_t chunk_size, F&& fn) {
-        check_chunk_args(n_items, chunk_size);
-        const int64_t n_chunks = (n_items + chunk_size - 1) / chunk_size;
-        for (int64_t c = next_chunk(); c < n_chunks; c = next_chunk()) {
+        const int64_t n_chunks = check_chunk_args(n_items, chunk_size);
+        auto chunk = [&](int64_t c) {
             const int64_t begin = c * chunk_size;
-            const int64_t end = begin + chunk_size < n_items ? begin + chunk_size : n_items;
-            fn(begin, end);
+            fn(begin, begin + chunk_size < n_items ? begin + chunk_size : n_items);
+        };
+        if (!pool_) {
+            for (int64_t c = ith; c < n_chunks; c += nth) chunk(c);
+            return;
+        }
+        open_phase(static_cast<uint32_t>(n_chunks));
+        for (int64_t c = claim(); c >= 0; c = claim()) {
+            chunk(c);
+            complete();
         }
     }
 
-    /// A context for work this thread (ith 0) does alone while the other threads of the run wait
-    /// at their next barrier() (ith 0, nth 1: its barrier() only restarts the chunk counter).
-    /// Restarts the chunk counter, so its chunk loop starts at chunk 0. Valid only while no other
-    /// thread of the run is between barriers (they all wait at the same barrier).
-    ThreadContext alone() const;
+    /// Runs fn(part) for the parts 0 .. n_parts-1 this thread claims, where `part` is a context with
+    /// ith = the part's index and nth = n_parts: for kernels that split their work by (ith, nth).
+    /// A part's barrier() throws (parts have no phases); its for_chunks() runs its strided share.
+    /// Counts as the phase's chunk loop. Throws as for_chunks().
+    template <class F>
+    void parts(int n_parts, F&& fn) {
+        for_chunks(n_parts, 1, [&](int64_t p, int64_t) {
+            ThreadContext part(static_cast<int>(p), n_parts);
+            fn(part);
+        });
+    }
+
+    /// Ends the phase: returns once every chunk of it is complete, so writes made in its chunks are
+    /// visible to every thread afterwards (a benched thread returns at once; it claims nothing).
+    /// In alone() it does nothing; in a part it throws tessel::Error(InvalidArgument). If another
+    /// thread's kernel threw, throws an internal abort exception (let it propagate; run() reports
+    /// the original exception).
+    void barrier();
+
+    /// A context for work this thread does by itself inside a claimed chunk (ith 0, nth 1): its
+    /// for_chunks() runs every chunk in order and its barrier() does nothing.
+    ThreadContext alone() const { return ThreadContext(0, 1); }
 
 private:
     friend class ThreadPool;
-    ThreadContext(ThreadPool* pool, int i, int n) : ith(i), nth(n), pool_(pool) {}
-    static void check_chunk_args(int64_t n_items, int64_t chunk_size);
-    ThreadPool* pool_;
+    ThreadContext(ThreadPool* pool, int i, int n, uint32_t seq) : ith(i), nth(n), pool_(pool), seq_(seq) {}
+    ThreadContext(int i, int n) : ith(i), nth(n) {}
+    static int64_t check_chunk_args(int64_t n_items, int64_t chunk_size);
+    void open_phase(uint32_t n_chunks);
+    int64_t claim();
+    void complete();
+
+    ThreadPool* pool_ = nullptr;  // null: a part or alone()
+    uint32_t seq_ = 0;            // number of the phase this thread's code is in
+    uint32_t n_chunks_ = 0;       // chunks of that phase (0 until its chunk loop starts)
+    bool opened_ = false;         // the phase's chunk loop has started
+    int64_t phase_start_ = 0;     // steady-clock ns when this thread reached the phase's chunk loop
 };
 
 class ThreadPool {
@@ -112,30 +154,28 @@ public:
     using Kernel = void (*)(void* arg, ThreadContext& ctx);
 
     /// Starts n_threads-1 workers (the calling thread of run() is thread 0).
-    /// Throws tessel::Error(InvalidArgument) if n_threads < 1 or the policy has negative
-    /// durations; std::system_error if a thread cannot be created (no threads are left behind).
+    /// Throws tessel::Error(InvalidArgument) if n_threads < 1 or the policy has a negative
+    /// duration; std::system_error if a thread cannot be created (no threads are left behind).
     explicit ThreadPool(int n_threads, WaitPolicy policy = {});
 
-    /// Stops and joins every worker; they may be parked, idle or spinning. Must not be called
-    /// while run() is in progress.
+    /// Stops and joins every worker. Must not be called while run() is in progress.
     ~ThreadPool();
 
     ThreadPool(const ThreadPool&) = delete;
     ThreadPool& operator=(const ThreadPool&) = delete;
 
-    /// Number of threads in a run (workers + the caller).
+    /// Number of threads in the team (workers + the caller).
     int size() const noexcept { return n_threads_; }
 
-    /// Runs kernel(arg, ctx) once on every thread (ctx.ith = 0..size()-1, the caller is 0) and
-    /// returns when all are done. Writes made inside the kernel are visible to the caller
-    /// afterwards. If kernels throw, the first exception (by time) is rethrown here after all
-    /// threads have finished; threads waiting in barrier() are released by an internal abort.
-    /// One run at a time: calling run() from inside a kernel or from two threads at once throws
-    /// tessel::Error(InvalidArgument). Does not allocate.
+    /// Runs kernel(arg, ctx) on the caller (ctx.ith 0) and on every worker that is not benched,
+    /// and returns when all of its phases are complete and every worker has left it. Writes made
+    /// in chunks are visible to the caller afterwards. If kernels throw, the first exception (by
+    /// time) is rethrown here after all threads have left; threads waiting in barrier() are
+    /// released by an internal abort. One run at a time: calling run() from inside a kernel or
+    /// from two threads at once throws tessel::Error(InvalidArgument). Does not allocate.
     void run(Kernel kernel, void* arg);
 
-    /// Convenience form taking any callable `void(ThreadContext&)` (lambda, std::function);
-    /// the callable is referenced, not copied, so this does not allocate either.
+    /// Convenience form taking any callable `void(ThreadContext&)` (referenced, not copied).
     template <class F>
     void run(F&& fn) {
         using Fn = std::remove_reference_t<F>;
@@ -143,9 +183,8 @@ public:
             const_cast<void*>(static_cast<const void*>(std::addressof(fn))));
     }
 
-    /// Runs kernel(arg, ctx) on the calling thread alone (ctx.ith = 0, ctx.nth = 1): barrier()
-    /// only restarts the chunk counter and the workers are not involved, so a small op costs no
-    /// hand-over between threads. Errors as for run().
+    /// Runs kernel(arg, ctx) on the calling thread alone with an alone() context: no hand-over
+    /// between threads. Errors as for run().
     void run_solo(Kernel kernel, void* arg);
 
     /// Convenience form of run_solo() for any callable `void(ThreadContext&)`.
@@ -156,59 +195,98 @@ public:
                  const_cast<void*>(static_cast<const void*>(std::addressof(fn))));
     }
 
-    /// One run whose threads share [0, n_items) dynamically in chunks of chunk_size items:
-    /// fn(begin, end) is called exactly once per chunk, on some thread. Errors as for
-    /// ThreadContext::for_chunks and run().
+    /// One run whose threads share [0, n_items) in chunks of chunk_size items: fn(begin, end) is
+    /// called exactly once per chunk, on some thread. Errors as for ThreadContext::for_chunks.
     template <class F>
     void parallel_for_chunks(int64_t n_items, int64_t chunk_size, F&& fn) {
         ThreadContext::check_chunk_args(n_items, chunk_size);
         run([&](ThreadContext& ctx) { ctx.for_chunks(n_items, chunk_size, fn); });
     }
 
-    /// Makes idle workers park (sleep, no CPU) at once instead of spinning between runs; for
-    /// periods when no run will come soon. Runs still work while paused (workers wake for the
-    /// run and park again right after). Returns immediately. Call from the owning thread.
+    /// One run whose threads share parts 0 .. n_parts-1: fn(part) is called exactly once per part,
+    /// with part.ith = the part and part.nth = n_parts (for kernels that split by (ith, nth)).
+    /// Errors as for ThreadContext::parts.
+    template <class F>
+    void run_parts(int n_parts, F&& fn) {
+        run([&](ThreadContext& ctx) { ctx.parts(n_parts, fn); });
+    }
+
+    /// Makes idle workers block at once instead of spinning between runs; for periods when no run
+    /// will come soon. Runs still work while paused. Call from the owning thread.
     void pause();
-
-    /// Ends pause(): wakes parked workers so they spin, ready for the next run, and park again
-    /// on their own after the policy's window. Call from the owning thread.
+    /// Ends pause(): wakes blocked workers so they spin, ready for the next run.
     void resume();
-
     /// Whether pause() is in effect.
     bool paused() const noexcept { return paused_.load(std::memory_order_relaxed); }
+
+    /// Whether thread ith is benched now (file comment), and how many times threads were benched
+    /// since the pool started: for tests and diagnostics.
+    bool benched(int ith) const;
+    int64_t benchings() const noexcept { return benchings_.load(std::memory_order_relaxed); }
+
+    /// Test hook: when set, every thread calls hook(arg, ith, point) before each claim of a chunk
+    /// (BeforeClaim) and right after a successful claim, while it holds the chunk (Holding). Set it
+    /// between runs; nullptr removes it.
+    enum class HookPoint { BeforeClaim, Holding };
+    using Hook = void (*)(void* arg, int ith, HookPoint point);
+    void set_test_hook(Hook hook, void* arg) noexcept;
 
 private:
     friend class ThreadContext;
     struct Abort {};  // thrown out of barrier() when another thread's kernel failed
 
+    struct Cancelled {};  // thrown out of barrier() in a worker the caller stopped waiting for
+
+    // A worker's place in a run: (epoch << 2) | one of these. The caller moves Invited and Blocked
+    // to None when it stops waiting for a worker; the worker moves them to Entered: one CAS wins.
+    enum : uint64_t { kNone = 0, kInvited = 1, kEntered = 2, kBlocked = 3 };
+
+    // Per-thread state others read, one cache line each.
+    struct alignas(64) Member {
+        std::atomic<uint32_t> holding{0};        // 1 + the phase of a chunk it holds; 0: none
+        std::atomic<bool> benched{false};
+        std::atomic<uint64_t> state{kNone};
+        std::atomic<int64_t> benched_until{0};   // steady-clock ns; 0: probation not started
+        std::atomic<int64_t> probation{kProbationStart};
+        std::atomic<int64_t> active_since{0};    // when its last probation ended
+    };
+
     void worker_main(int ith);
-    void execute(int ith);
-    void barrier_wait();
+    bool execute(int ith);
     void record_exception(std::exception_ptr e);
-    void wake_parked();
-    template <class Pred>
-    void wait_until(Pred&& pred, bool idle);
+    void wake_blocked();
+    bool is_benched(int ith, int64_t now, bool self);
+    void bench(int ith, int64_t now);
+    void wait_phase(ThreadContext& ctx);
+    void wait_workers(uint64_t epoch);
+    template <class Pred, class Late>
+    bool wait_until(int ith, Pred&& pred, bool idle, bool in_run, int64_t late_after, Late&& on_late);
 
     const int n_threads_;
     const WaitPolicy policy_;
-    const bool oversubscribed_;
+    const int cpus_;  // CPUs this process may use
+    std::unique_ptr<Member[]> members_;
 
     // Hot shared state, each on its own cache line.
-    alignas(64) std::atomic<uint64_t> epoch_{0};        // bumped once per run
-    alignas(64) std::atomic<int> pending_{0};           // workers still inside the current run
-    alignas(64) std::atomic<int> barrier_count_{0};     // arrivals at the current barrier
-    alignas(64) std::atomic<uint64_t> barrier_gen_{0};  // bumped when a barrier releases
-    alignas(64) std::atomic<int64_t> chunk_{0};         // next chunk of the current phase
-    alignas(64) std::atomic<bool> aborted_{false};      // a kernel threw in this run
+    alignas(64) std::atomic<uint64_t> phase_{0};   // (phase number << 32) | next chunk to claim
+    alignas(64) std::atomic<uint32_t> done_{0};    // chunks of the current phase completed
+    alignas(64) std::atomic<uint64_t> epoch_{0};   // bumped once per run
+    alignas(64) std::atomic<int> pending_{0};      // invited workers still inside the current run
+    alignas(64) std::atomic<bool> aborted_{false};  // a kernel threw in this run
+    std::atomic<bool> spin_{true};                 // this run's waits spin first (not oversubscribed)
     std::atomic<bool> stop_{false};
     std::atomic<bool> paused_{false};
     std::atomic<uint64_t> wake_seq_{0};  // bumped by resume()
     std::atomic<bool> running_{false};
-    std::atomic<int> parked_{0};  // threads inside the parking section
+    std::atomic<int> blocked_{0};  // threads inside the blocking section
+    std::atomic<int64_t> benchings_{0};
+    std::atomic<Hook> hook_{nullptr};
+    std::atomic<void*> hook_arg_{nullptr};
 
     // Current job: written by the caller before the epoch bump, read by workers after it.
     Kernel kernel_ = nullptr;
     void* arg_ = nullptr;
+    uint32_t start_seq_ = 0;  // phase number of the run's first phase
 
     std::mutex error_mu_;
     std::exception_ptr error_;

@@ -21,7 +21,7 @@ HostMemory::HostMemory(Graph& g) {
 
 void run_reference(Graph& g, int n_threads) {
     cpu::ThreadPool pool(n_threads);
-    for (Tensor* node : g.nodes()) pool.run([node](cpu::ThreadContext& ctx) { cpu::ref::compute(*node, ctx); });
+    for (Tensor* node : g.nodes()) pool.run_parts(n_threads, [node](cpu::ThreadContext& part) { cpu::ref::compute(*node, part); });
 }
 
 }  // namespace tessel::test

@@ -1,7 +1,6 @@
-// The CPU backend's walk of a planned graph (src/cpu/graph_plan.hpp) in one pool run: every node
-// runs once, on every thread (parallel) or on thread 0 alone (solo), in order with the nodes
-// before it complete; each node's chunk loop starts at chunk 0 and hands out each chunk once;
-// a node's exception, solo or parallel, reaches the caller and the pool runs again afterwards.
+// The CPU backend's walk of a planned graph (src/cpu/graph_plan.hpp) in one pool run: every chunk
+// of every node runs once, a solo node on one thread alone, with every chunk of the nodes before it
+// complete; a node's exception, solo or parallel, reaches the caller and the pool runs again.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -34,27 +33,27 @@ constexpr int64_t kChunks = 37;
 
 class GraphWalk : public ::testing::TestWithParam<int> {};
 
-TEST_P(GraphWalk, NodesRunInOrderAndChunksStartAtZero) {
+TEST_P(GraphWalk, EveryChunkRunsOnceAfterTheNodesBeforeIt) {
     ThreadPool pool(GetParam());
     const std::vector<bool> solo = {true, false, false, true, true, false, true, false, true};
     const GraphPlan g = make_plan(solo);
     // hits[node][chunk]: how often each chunk of each node ran; the nodes before it must be done.
     std::vector<std::vector<std::atomic<int>>> hits(solo.size());
     for (auto& h : hits) h = std::vector<std::atomic<int>>(kChunks);
-    std::vector<std::atomic<int>> done(solo.size());
     std::atomic<int> bad{0};
     for (int round = 0; round < 3; ++round) {
         for (auto& h : hits)
             for (auto& c : h) c = 0;
-        for (auto& d : done) d = 0;
         pool.run([&](ThreadContext& ctx) {
             walk(g, ctx, [&](const PlannedNode& n, ThreadContext& c) {
                 const size_t i = static_cast<size_t>(&n - g.nodes.data());
                 if ((n.solo && (c.nth != 1 || c.ith != 0)) || (!n.solo && c.nth != pool.size())) ++bad;
-                for (size_t j = 0; j < i; ++j)
-                    if (done[j].load() != (g.nodes[j].solo ? 1 : pool.size())) ++bad;
-                c.for_chunks(kChunks, 1, [&](int64_t b, int64_t) { ++hits[i][static_cast<size_t>(b)]; });
-                ++done[i];
+                c.for_chunks(kChunks, 1, [&](int64_t b, int64_t) {
+                    for (size_t j = 0; j < i; ++j)
+                        for (const auto& h : hits[j])
+                            if (h.load() != 1) ++bad;
+                    ++hits[i][static_cast<size_t>(b)];
+                });
             });
         });
         EXPECT_EQ(bad.load(), 0);
@@ -70,16 +69,20 @@ TEST_P(GraphWalk, ExceptionsReachTheCaller) {
         std::atomic<int> after{0};
         EXPECT_THROW(pool.run([&](ThreadContext& ctx) {
             walk(g, ctx, [&](const PlannedNode& n, ThreadContext& c) {
-                if (&n == &g.nodes[1] && c.ith == 0) throw std::runtime_error("node 1");
-                if (&n == &g.nodes[2]) ++after;
+                c.for_chunks(kChunks, 1, [&](int64_t b, int64_t) {
+                    if (&n == &g.nodes[1] && b == kChunks / 2) throw std::runtime_error("node 1");
+                    if (&n == &g.nodes[2]) ++after;
+                });
             });
         }), std::runtime_error);
         EXPECT_EQ(after.load(), 0) << "a node after the failed one ran";
     }
-    std::atomic<int> runs{0};
+    std::atomic<int> chunks{0};
     const GraphPlan g = make_plan({false});
-    pool.run([&](ThreadContext& ctx) { walk(g, ctx, [&](const PlannedNode&, ThreadContext&) { ++runs; }); });
-    EXPECT_EQ(runs.load(), pool.size());
+    pool.run([&](ThreadContext& ctx) {
+        walk(g, ctx, [&](const PlannedNode&, ThreadContext& c) { c.for_chunks(kChunks, 1, [&](int64_t, int64_t) { ++chunks; }); });
+    });
+    EXPECT_EQ(chunks.load(), kChunks);
 }
 
 INSTANTIATE_TEST_SUITE_P(Threads, GraphWalk, ::testing::Values(1, 2, 4));

@@ -98,7 +98,7 @@ void FakeBackend::graph_compute(const std::vector<Tensor*>& nodes, uint64_t) {
             if (s) {
                 EXPECT_TRUE(dev_.supports_buft((s->view_src ? s->view_src : s)->buffer->type())) << describe(*s);
             }
-        pool_.run([n](cpu::ThreadContext& ctx) { cpu::ref::compute(*n, ctx); });
+        pool_.run_parts(pool_.size(), [n](cpu::ThreadContext& part) { cpu::ref::compute(*n, part); });
         computed.push_back(n);
     }
 }

@@ -1,8 +1,11 @@
-// Thread pool: every index runs once per run, barriers order memory, chunks are handed out once,
-// exceptions reach the caller, oversubscription and parking work, shutdown joins.
+// Thread pool: chunks and parts are handed out once per run, phases order memory, a late or
+// descheduled thread (held back through the test hook) never holds the others up, exceptions reach
+// the caller, oversubscription and blocking work, shutdown joins.
 //
-// No test asserts speed. Shared data checked across barriers is deliberately plain (non-atomic)
-// memory, so the ThreadSanitizer build verifies the pool's ordering guarantees.
+// No test asserts speed. Shared data checked across phases is deliberately plain (non-atomic)
+// memory, so the ThreadSanitizer build verifies the pool's ordering guarantees. The held-back tests
+// bound their time by a large margin (a held thread sleeps 20 ms; 200 ops must take far less than
+// 200 x 20 ms), which holds on a loaded machine too.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -28,345 +31,339 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// A policy that parks at every wait: exercises the sleep/wake paths on each barrier and run.
-constexpr WaitPolicy kParkAlways{0us, 0us};
+// A policy that blocks at every wait: exercises the sleep/wake paths on each phase and run.
+constexpr WaitPolicy kBlockAlways{0us};
 
-// Counts per thread index over `runs` runs; each must be exactly `runs`.
-void expect_each_index_once(ThreadPool& pool, int runs) {
-    const int n = pool.size();
-    std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
-    std::atomic<int> bad_nth{0};
-    for (int r = 0; r < runs; ++r) {
-        pool.run([&](ThreadContext& ctx) {
-            if (ctx.nth != n) bad_nth.fetch_add(1);
-            hits[static_cast<size_t>(ctx.ith)].fetch_add(1);
-        });
-    }
-    EXPECT_EQ(bad_nth.load(), 0);
-    for (int i = 0; i < n; ++i) EXPECT_EQ(hits[static_cast<size_t>(i)].load(), runs) << "ith=" << i;
-}
-
-// Phase k: thread i writes slot i; after the barrier every thread reads every slot.
-// Returns the number of stale reads (0 when the barrier orders memory).
-int barrier_phase_errors(ThreadPool& pool, int iterations) {
-    const int n = pool.size();
-    std::vector<int64_t> slots(static_cast<size_t>(n), -1);
-    std::vector<int> errors(static_cast<size_t>(n), 0);  // each thread writes its own entry
+// Phase k: chunk i writes slot i; after the barrier, the next phase's chunk i reads every slot.
+// Returns the number of stale reads (0 when phases order memory).
+int phase_errors(ThreadPool& pool, int iterations, int slots = 16) {
+    std::vector<int> data(static_cast<size_t>(slots), 0);  // plain memory on purpose
+    std::atomic<int> errors{0};
     pool.run([&](ThreadContext& ctx) {
-        for (int k = 0; k < iterations; ++k) {
-            slots[static_cast<size_t>(ctx.ith)] = int64_t{k} * 1000 + ctx.ith;
+        for (int it = 1; it <= iterations; ++it) {
+            ctx.for_chunks(slots, 1, [&](int64_t i, int64_t) { data[static_cast<size_t>(i)] = it; });
             ctx.barrier();
-            for (int j = 0; j < ctx.nth; ++j) {
-                if (slots[static_cast<size_t>(j)] != int64_t{k} * 1000 + j) ++errors[static_cast<size_t>(ctx.ith)];
-            }
+            ctx.for_chunks(slots, 1, [&](int64_t, int64_t) {
+                for (int v : data)
+                    if (v != it) errors.fetch_add(1);
+            });
             ctx.barrier();  // nobody overwrites a slot before all have read it
         }
     });
-    return std::accumulate(errors.begin(), errors.end(), 0);
+    return errors.load();
+}
+
+// A graph of n_ops dependent small ops in one run: op k's element i is op k-1's elements i and
+// i+1 combined, so every op reads another chunk's output of the op before. Ops are large enough
+// (tens of microseconds) for a worker to wake up and join. Returns the wrong values.
+int dependent_ops_errors(ThreadPool& pool, int n_ops) {
+    constexpr int kWidth = 16384, kChunk = 512;
+    std::vector<std::vector<int64_t>> v(static_cast<size_t>(n_ops + 1), std::vector<int64_t>(kWidth + 1, 0));
+    for (int i = 0; i <= kWidth; ++i) v[0][static_cast<size_t>(i)] = i;
+    pool.run([&](ThreadContext& ctx) {
+        for (int k = 1; k <= n_ops; ++k) {
+            auto& in = v[static_cast<size_t>(k - 1)];
+            auto& out = v[static_cast<size_t>(k)];
+            ctx.for_chunks(kWidth + 1, kChunk, [&](int64_t b, int64_t e) {
+                for (int64_t i = b; i < e; ++i)
+                    out[static_cast<size_t>(i)] = (in[static_cast<size_t>(i)] + 3 * in[static_cast<size_t>(std::min<int64_t>(i + 1, kWidth))] + k) % 1000003;
+            });
+            ctx.barrier();
+        }
+    });
+    // The same recurrence on one thread.
+    std::vector<int64_t> ref(kWidth + 1);
+    for (int i = 0; i <= kWidth; ++i) ref[static_cast<size_t>(i)] = i;
+    int errors = 0;
+    for (int k = 1; k <= n_ops; ++k) {
+        std::vector<int64_t> next(kWidth + 1);
+        for (int i = 0; i <= kWidth; ++i) next[static_cast<size_t>(i)] = (ref[static_cast<size_t>(i)] + 3 * ref[static_cast<size_t>(std::min(i + 1, kWidth))] + k) % 1000003;
+        ref = next;
+        for (int i = 0; i <= kWidth; ++i) errors += v[static_cast<size_t>(k)][static_cast<size_t>(i)] != ref[static_cast<size_t>(i)];
+    }
+    return errors;
+}
+
+// Test hook state: which thread sleeps, where, how long, how often.
+struct Holdback {
+    int ith = 1;
+    ThreadPool::HookPoint point = ThreadPool::HookPoint::BeforeClaim;
+    std::chrono::milliseconds sleep{20};
+    int times = 1 << 30;  // how many times it sleeps
+    std::atomic<int> slept{0};
+    static void hook(void* arg, int ith, ThreadPool::HookPoint point) {
+        auto* h = static_cast<Holdback*>(arg);
+        if (ith != h->ith || point != h->point || h->slept.load() >= h->times) return;
+        h->slept.fetch_add(1);
+        std::this_thread::sleep_for(h->sleep);
+    }
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
 }  // namespace
 
-TEST(ThreadPool, EachThreadIndexRunsOncePerRun) {
+TEST(ThreadPool, ChunksRunOncePerRun) {
     for (int n : {1, 2, 3, 8}) {
         ThreadPool pool(n);
-        EXPECT_EQ(pool.size(), n);
-        expect_each_index_once(pool, 100);
+        for (int64_t chunk : {1, 7, 1000}) {
+            std::vector<std::atomic<int>> hits(1000);
+            pool.parallel_for_chunks(1000, chunk, [&](int64_t b, int64_t e) {
+                for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)].fetch_add(1);
+            });
+            for (int i = 0; i < 1000; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << "n=" << n << " chunk=" << chunk << " i=" << i;
+        }
+        std::atomic<int> calls{0};
+        pool.parallel_for_chunks(0, 1, [&](int64_t, int64_t) { calls.fetch_add(1); });
+        EXPECT_EQ(calls.load(), 0);
     }
 }
 
-TEST(ThreadPool, ThreadZeroIsTheCallerAndWorkersAreDistinct) {
-    ThreadPool pool(4);
-    std::vector<std::thread::id> ids(4);
-    pool.run([&](ThreadContext& ctx) { ids[static_cast<size_t>(ctx.ith)] = std::this_thread::get_id(); });
-    EXPECT_EQ(ids[0], std::this_thread::get_id());
-    EXPECT_EQ(std::set<std::thread::id>(ids.begin(), ids.end()).size(), 4u);
-}
-
-TEST(ThreadPool, RawKernelFormAndStdFunction) {
+TEST(ThreadPool, PartsRunOnceWithTheirIndexAndCount) {
     ThreadPool pool(3);
-    std::atomic<int> sum{0};
-    pool.run([](void* arg, ThreadContext& ctx) { static_cast<std::atomic<int>*>(arg)->fetch_add(ctx.ith + 1); },
-             &sum);
-    EXPECT_EQ(sum.load(), 1 + 2 + 3);
-    const std::function<void(ThreadContext&)> fn = [&](ThreadContext& ctx) { sum.fetch_add(10 * ctx.ith); };
-    pool.run(fn);
-    EXPECT_EQ(sum.load(), 6 + 0 + 10 + 20);
-}
-
-TEST(ThreadPool, KernelWritesVisibleToCallerAfterRun) {
-    ThreadPool pool(4);
-    std::vector<int> out(4 * 1000, 0);  // plain memory, written by workers, read by the caller
-    for (int r = 1; r <= 20; ++r) {
-        pool.run([&](ThreadContext& ctx) {
-            for (int i = 0; i < 1000; ++i) out[static_cast<size_t>(ctx.ith * 1000 + i)] = r * (ctx.ith + 1);
+    for (int parts : {1, 2, 12}) {
+        std::vector<std::atomic<int>> hits(static_cast<size_t>(parts));
+        std::atomic<int> bad{0};
+        pool.run_parts(parts, [&](ThreadContext& part) {
+            if (part.nth != parts) bad.fetch_add(1);
+            hits[static_cast<size_t>(part.ith)].fetch_add(1);
+            // A part's own chunk loop runs its strided share: chunks ith, ith + nth, ...
+            std::vector<int64_t> mine;
+            part.for_chunks(10, 1, [&](int64_t b, int64_t) { mine.push_back(b); });
+            for (size_t j = 0; j < mine.size(); ++j)
+                if (mine[j] != part.ith + static_cast<int64_t>(j) * parts) bad.fetch_add(1);
+            if (parts > 1) EXPECT_THROW(part.barrier(), Error);  // parts have no phases
+            else part.barrier();  // one part is alone(): nothing to wait for
         });
-        for (int t = 0; t < 4; ++t) ASSERT_EQ(out[static_cast<size_t>(t * 1000 + 999)], r * (t + 1));
+        EXPECT_EQ(bad.load(), 0);
+        for (int i = 0; i < parts; ++i) EXPECT_EQ(hits[static_cast<size_t>(i)].load(), 1);
     }
 }
 
-TEST(ThreadPool, BarrierMakesPhaseWritesVisible) {
-    for (int n : {2, 4}) {  // on a 2-core machine: the spinning and the oversubscribed policy
+TEST(ThreadPool, ThreadIndicesAreDistinctAndTeamSized) {
+    ThreadPool pool(4);
+    std::vector<std::atomic<int>> seen(4);
+    std::atomic<int> bad{0};
+    pool.run([&](ThreadContext& ctx) {
+        if (ctx.nth != 4 || ctx.ith < 0 || ctx.ith >= 4) bad.fetch_add(1);
+        else seen[static_cast<size_t>(ctx.ith)].fetch_add(1);
+    });
+    EXPECT_EQ(bad.load(), 0);
+    EXPECT_EQ(seen[0].load(), 1);  // the caller always runs
+    for (auto& s : seen) EXPECT_LE(s.load(), 1);
+}
+
+TEST(ThreadPool, PhasesOrderMemory) {
+    for (int n : {1, 2, 3, 4}) {
         ThreadPool pool(n);
-        EXPECT_EQ(barrier_phase_errors(pool, 2000), 0) << "n_threads=" << n;
+        EXPECT_EQ(phase_errors(pool, 2000), 0) << "n_threads=" << n;
     }
 }
 
-TEST(ThreadPool, BarrierWithParkingAtEveryWait) {
-    ThreadPool pool(3, kParkAlways);
-    EXPECT_EQ(barrier_phase_errors(pool, 300), 0);
-    expect_each_index_once(pool, 50);
+TEST(ThreadPool, PhasesOrderMemoryWhenEveryWaitBlocks) {
+    ThreadPool pool(3, kBlockAlways);
+    EXPECT_EQ(phase_errors(pool, 300), 0);
+    EXPECT_EQ(dependent_ops_errors(pool, 200), 0);
 }
 
-TEST(ThreadPool, BarrierReusableAcrossRuns) {
+TEST(ThreadPool, PhasesReusableAcrossRuns) {
     ThreadPool pool(3);
-    for (int r = 0; r < 50; ++r) ASSERT_EQ(barrier_phase_errors(pool, 10), 0) << "run " << r;
+    for (int r = 0; r < 50; ++r) ASSERT_EQ(phase_errors(pool, 10), 0) << "run " << r;
 }
 
-TEST(ThreadPool, ChunkCounterHandsOutEachChunkOnce) {
-    ThreadPool pool(4);
-    constexpr int64_t kChunks = 20000;
-    for (int r = 0; r < 5; ++r) {  // the counter restarts at 0 every run
-        std::vector<std::atomic<int>> hits(kChunks);
-        std::vector<int64_t> per_thread(4, 0);
-        pool.run([&](ThreadContext& ctx) {
-            for (int64_t c = ctx.next_chunk(); c < kChunks; c = ctx.next_chunk()) {
-                hits[static_cast<size_t>(c)].fetch_add(1);
-                ++per_thread[static_cast<size_t>(ctx.ith)];
-            }
-        });
-        int wrong = 0;
-        for (auto& h : hits) wrong += h.load() != 1;
-        EXPECT_EQ(wrong, 0) << "run " << r;
-        EXPECT_EQ(std::accumulate(per_thread.begin(), per_thread.end(), int64_t{0}), kChunks);
+TEST(ThreadPool, PhasesWithoutChunksAndTheLastPhaseOpen) {
+    ThreadPool pool(2);
+    std::vector<int> out(100, 0);
+    pool.run([&](ThreadContext& ctx) {
+        ctx.barrier();  // an empty phase
+        ctx.for_chunks(0, 1, [](int64_t, int64_t) {});
+        ctx.barrier();  // a phase of zero chunks
+        ctx.for_chunks(100, 1, [&](int64_t i, int64_t) { out[static_cast<size_t>(i)] = static_cast<int>(i) + 1; });
+        // no barrier: run() still returns only after every chunk is complete
+    });
+    for (int i = 0; i < 100; ++i) EXPECT_EQ(out[static_cast<size_t>(i)], i + 1);
+}
+
+TEST(ThreadPool, DependentOpsAreRight) {
+    for (int n : {1, 2, 4}) {
+        ThreadPool pool(n);
+        EXPECT_EQ(dependent_ops_errors(pool, 200), 0) << "n_threads=" << n;
     }
 }
 
-TEST(ThreadPool, ChunkCounterRestartsAfterBarrier) {
-    ThreadPool pool(3);
-    std::vector<int> first(100, 0), second(50, 0);  // plain memory: each chunk owned by one thread
-    pool.run([&](ThreadContext& ctx) {
-        for (int64_t c = ctx.next_chunk(); c < 100; c = ctx.next_chunk()) first[static_cast<size_t>(c)] += 1;
-        ctx.barrier();
-        for (int64_t c = ctx.next_chunk(); c < 50; c = ctx.next_chunk()) second[static_cast<size_t>(c)] += 2;
-    });
-    EXPECT_EQ(std::count(first.begin(), first.end(), 1), 100);
-    EXPECT_EQ(std::count(second.begin(), second.end(), 2), 50);
+// The first hold-back: a worker that sleeps 20 ms before every claim (a thread whose core is
+// taken) does not hold up a graph of 200 dependent ops.
+TEST(ThreadPool, WorkerLateBeforeEveryClaimHoldsNobodyUp) {
+    ThreadPool pool(2);
+    Holdback h;
+    pool.set_test_hook(&Holdback::hook, &h);
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int r = 0; r < 3; ++r) EXPECT_EQ(dependent_ops_errors(pool, 200), 0) << "run " << r;
+    const double s = seconds_since(t0);
+    pool.set_test_hook(nullptr, nullptr);
+    EXPECT_GT(h.slept.load(), 0);
+    EXPECT_LT(s, 1.0) << "3 x 200 ops took " << s << " s with a worker 20 ms late at each claim (" << h.slept.load() << " sleeps)";
 }
 
-TEST(ThreadPool, ParallelForChunksCoversRangeOnce) {
-    ThreadPool pool(3);
-    constexpr int64_t kItems = 1003;
-    std::vector<int> seen(kItems, 0);
-    std::atomic<int> calls{0}, bad_ranges{0};
-    pool.parallel_for_chunks(kItems, 10, [&](int64_t begin, int64_t end) {
-        calls.fetch_add(1);
-        if (begin % 10 != 0 || end - begin != (begin == 1000 ? 3 : 10)) bad_ranges.fetch_add(1);
-        for (int64_t i = begin; i < end; ++i) seen[static_cast<size_t>(i)] += 1;
-    });
-    EXPECT_EQ(calls.load(), 101);
-    EXPECT_EQ(bad_ranges.load(), 0);
-    EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), kItems);
-
-    pool.parallel_for_chunks(0, 4, [&](int64_t, int64_t) { calls.fetch_add(1); });
-    EXPECT_EQ(calls.load(), 101);
+// The second: a worker descheduled while it owns a chunk holds that phase once, is benched, and the
+// ops after it go on without it -- also when it does so again after each probation.
+TEST(ThreadPool, WorkerHeldWhileOwningAChunkIsBenched) {
+    for (int times : {1, 1 << 30}) {
+        ThreadPool pool(2);
+        Holdback h;
+        h.point = ThreadPool::HookPoint::Holding;
+        h.times = times;
+        pool.set_test_hook(&Holdback::hook, &h);
+        const auto t0 = std::chrono::steady_clock::now();
+        EXPECT_EQ(dependent_ops_errors(pool, 200), 0);
+        EXPECT_EQ(dependent_ops_errors(pool, 200), 0);
+        const double s = seconds_since(t0);
+        pool.set_test_hook(nullptr, nullptr);
+        EXPECT_GT(h.slept.load(), 0);
+        EXPECT_GE(pool.benchings(), 1);
+        EXPECT_LT(s, 1.0) << "2 x 200 ops took " << s << " s, " << h.slept.load() << " holds of 20 ms";
+    }
 }
 
-TEST(ThreadPool, ForChunksInsideKernelAfterBarrier) {
-    // The packed-matmul shape: pack by thread index, barrier, then dynamic chunks of columns.
+// The caller itself held while it owns chunks: the worker benches it and does the work.
+TEST(ThreadPool, CallerHeldWhileOwningAChunk) {
+    ThreadPool pool(2);
+    Holdback h;
+    h.ith = 0;
+    h.point = ThreadPool::HookPoint::Holding;
+    pool.set_test_hook(&Holdback::hook, &h);
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(dependent_ops_errors(pool, 200), 0);
+    const double s = seconds_since(t0);
+    pool.set_test_hook(nullptr, nullptr);
+    EXPECT_GE(pool.benchings(), 1);
+    EXPECT_LT(s, 1.0) << "200 ops took " << s << " s, " << h.slept.load() << " holds of 20 ms";
+}
+
+// Four threads where three are late at every claim: the one left does everything, right.
+TEST(ThreadPool, ThreeOfFourLate) {
     ThreadPool pool(4);
-    std::vector<int> packed(64, 0), out(1000, 0);
-    pool.run([&](ThreadContext& ctx) {
-        for (int i = ctx.ith; i < 64; i += ctx.nth) packed[static_cast<size_t>(i)] = i;
-        ctx.barrier();
-        ctx.for_chunks(1000, 7, [&](int64_t b, int64_t e) {
-            for (int64_t c = b; c < e; ++c) out[static_cast<size_t>(c)] = packed[static_cast<size_t>(c % 64)] + 1;
-        });
-    });
-    for (int c = 0; c < 1000; ++c) ASSERT_EQ(out[static_cast<size_t>(c)], c % 64 + 1) << c;
+    struct AllButCaller {
+        static void hook(void*, int ith, ThreadPool::HookPoint point) {
+            if (ith != 0 && point == ThreadPool::HookPoint::Holding) std::this_thread::sleep_for(5ms);
+        }
+    };
+    pool.set_test_hook(&AllButCaller::hook, nullptr);
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(dependent_ops_errors(pool, 200), 0);
+    EXPECT_EQ(phase_errors(pool, 100), 0);
+    const double s = seconds_since(t0);
+    pool.set_test_hook(nullptr, nullptr);
+    EXPECT_LT(s, 1.0);
+    EXPECT_EQ(phase_errors(pool, 100), 0);
 }
 
 TEST(ThreadPool, InvalidArgumentsThrow) {
-    for (int n : {0, -1, -200}) {
+    EXPECT_THROW(ThreadPool(0), Error);
+    EXPECT_THROW(ThreadPool(-3), Error);
+    EXPECT_THROW(ThreadPool(2, WaitPolicy{-1us}), Error);
+    ThreadPool pool(2);
+    EXPECT_THROW(pool.parallel_for_chunks(-1, 1, [](int64_t, int64_t) {}), Error);
+    EXPECT_THROW(pool.parallel_for_chunks(10, 0, [](int64_t, int64_t) {}), Error);
+    EXPECT_THROW(pool.parallel_for_chunks(int64_t{1} << 40, 1, [](int64_t, int64_t) {}), Error);
+    EXPECT_THROW(pool.run(static_cast<ThreadPool::Kernel>(nullptr), nullptr), Error);
+    EXPECT_THROW(pool.run([](ThreadContext& ctx) {
+        ctx.for_chunks(4, 1, [](int64_t, int64_t) {});
+        ctx.for_chunks(4, 1, [](int64_t, int64_t) {});  // two chunk loops in one phase
+    }), Error);
+    EXPECT_EQ(phase_errors(pool, 20), 0);  // still usable
+}
+
+TEST(ThreadPool, ExceptionFromAChunkReachesTheCaller) {
+    ThreadPool pool(3);
+    for (int64_t bad : {0, 5, 19}) {
+        std::atomic<int> after{0};
         try {
-            ThreadPool pool(n);
-            FAIL() << "no error for n_threads=" << n;
+            pool.run([&](ThreadContext& ctx) {
+                ctx.for_chunks(20, 1, [&](int64_t i, int64_t) {
+                    if (i == bad) throw Error(ErrorCode::InvalidArgument, "chunk " + std::to_string(i));
+                });
+                ctx.barrier();
+                ctx.for_chunks(20, 1, [&](int64_t, int64_t) { after.fetch_add(1); });
+            });
+            ADD_FAILURE() << "no exception";
         } catch (const Error& e) {
             EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+            EXPECT_EQ(std::string(e.what()).find("chunk " + std::to_string(bad)) != std::string::npos, true) << e.what();
         }
+        EXPECT_EQ(after.load(), 0) << "a phase after the failed one ran";
+        EXPECT_EQ(phase_errors(pool, 50), 0);
     }
-    EXPECT_THROW(ThreadPool(2, WaitPolicy{-1us, 0us}), Error);
-    ThreadPool pool(2);
-    auto code_of = [](auto&& f) {
-        try {
-            f();
-        } catch (const Error& e) {
-            return e.code();
-        }
-        return ErrorCode::Io;  // "no error"
-    };
-    EXPECT_EQ(code_of([&] { pool.parallel_for_chunks(10, 0, [](int64_t, int64_t) {}); }), ErrorCode::InvalidArgument);
-    EXPECT_EQ(code_of([&] { pool.parallel_for_chunks(-1, 4, [](int64_t, int64_t) {}); }), ErrorCode::InvalidArgument);
-    EXPECT_EQ(code_of([&] { pool.run(ThreadPool::Kernel{nullptr}, nullptr); }), ErrorCode::InvalidArgument);
-    expect_each_index_once(pool, 3);  // still usable
-}
-
-TEST(ThreadPool, ExceptionFromWorkerReachesCaller) {
-    ThreadPool pool(4);
-    std::atomic<int> finished{0};
-    try {
-        pool.run([&](ThreadContext& ctx) {
-            if (ctx.ith == 2) throw std::runtime_error("kernel failed on thread 2");
-            ctx.barrier();  // would wait forever for thread 2 without the abort
-            ctx.barrier();
-            finished.fetch_add(1);
-        });
-        FAIL() << "no exception";
-    } catch (const std::runtime_error& e) {
-        EXPECT_STREQ(e.what(), "kernel failed on thread 2");
-    }
-    EXPECT_EQ(finished.load(), 0);
-    expect_each_index_once(pool, 10);  // the pool recovers
-    EXPECT_EQ(barrier_phase_errors(pool, 50), 0);
-}
-
-TEST(ThreadPool, ExceptionFromCallerThreadAndErrorTypeKept) {
-    ThreadPool pool(3, kParkAlways);
-    try {
-        pool.run([&](ThreadContext& ctx) {
-            if (ctx.ith == 0) throw Error(ErrorCode::Unsupported, "thread 0 says no");
-            ctx.barrier();
-        });
-        FAIL() << "no exception";
-    } catch (const Error& e) {
-        EXPECT_EQ(e.code(), ErrorCode::Unsupported);
-        EXPECT_STREQ(e.what(), "thread 0 says no");
-    }
-    // every thread throws: exactly one exception arrives
-    EXPECT_THROW(pool.run([](ThreadContext& ctx) { throw std::out_of_range(std::to_string(ctx.ith)); }),
-                 std::out_of_range);
-    expect_each_index_once(pool, 5);
 }
 
 TEST(ThreadPool, NestedRunIsRejected) {
     ThreadPool pool(2);
-    try {
-        pool.run([&](ThreadContext& ctx) {
-            if (ctx.ith == 1) pool.run([](ThreadContext&) {});
+    std::atomic<int> rejected{0};
+    pool.run([&](ThreadContext& ctx) {
+        ctx.for_chunks(1, 1, [&](int64_t, int64_t) {
+            try {
+                pool.run([](ThreadContext&) {});
+            } catch (const Error&) {
+                rejected.fetch_add(1);
+            }
         });
-        FAIL() << "no exception";
-    } catch (const Error& e) {
-        EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
-    }
-    expect_each_index_once(pool, 3);
+    });
+    EXPECT_EQ(rejected.load(), 1);
+    EXPECT_EQ(phase_errors(pool, 10), 0);
 }
 
 TEST(ThreadPool, TwoHundredThreadsOnFewCores) {
-    constexpr int kThreads = 200;
-    ThreadPool pool(kThreads);
-    expect_each_index_once(pool, 3);
-    EXPECT_EQ(barrier_phase_errors(pool, 3), 0);
-    // dynamic work: sum of 0..99999 through the chunk counter
-    std::vector<int64_t> partial(kThreads, 0);
-    pool.run([&](ThreadContext& ctx) {
-        ctx.for_chunks(100000, 97, [&](int64_t b, int64_t e) {
-            for (int64_t i = b; i < e; ++i) partial[static_cast<size_t>(ctx.ith)] += i;
-        });
-    });
-    EXPECT_EQ(std::accumulate(partial.begin(), partial.end(), int64_t{0}), int64_t{99999} * 100000 / 2);
+    ThreadPool pool(200);
+    EXPECT_EQ(phase_errors(pool, 3), 0);
+    EXPECT_EQ(dependent_ops_errors(pool, 20), 0);
 }
 
 TEST(ThreadPool, PauseResumeThenRun) {
-    ThreadPool pool(4);
-    expect_each_index_once(pool, 5);
+    ThreadPool pool(3);
     EXPECT_FALSE(pool.paused());
     pool.pause();
     EXPECT_TRUE(pool.paused());
-    std::this_thread::sleep_for(5ms);  // let the workers reach their parked state
-    expect_each_index_once(pool, 5);   // runs still work while paused
-    EXPECT_EQ(barrier_phase_errors(pool, 20), 0);
+    std::this_thread::sleep_for(2ms);  // idle workers block
+    EXPECT_EQ(phase_errors(pool, 20), 0);  // runs still work while paused
     pool.resume();
     EXPECT_FALSE(pool.paused());
-    expect_each_index_once(pool, 5);
     pool.pause();
     pool.resume();  // back-to-back is harmless
-    EXPECT_EQ(barrier_phase_errors(pool, 20), 0);
+    EXPECT_EQ(phase_errors(pool, 20), 0);
 }
 
-TEST(ThreadPool, SingleThreadRunsOnCaller) {
-    ThreadPool pool(1);
-    int calls = 0;
-    std::thread::id id;
-    std::vector<int> hits(10, 0);
-    pool.run([&](ThreadContext& ctx) {
-        ++calls;
-        id = std::this_thread::get_id();
-        EXPECT_EQ(ctx.ith, 0);
-        EXPECT_EQ(ctx.nth, 1);
-        ctx.barrier();
-        for (int64_t c = ctx.next_chunk(); c < 10; c = ctx.next_chunk()) ++hits[static_cast<size_t>(c)];
-        ctx.barrier();
-        EXPECT_EQ(ctx.next_chunk(), 0);  // the barrier restarts the counter
-    });
-    EXPECT_EQ(calls, 1);
-    EXPECT_EQ(id, std::this_thread::get_id());
-    EXPECT_EQ(std::count(hits.begin(), hits.end(), 1), 10);
-    EXPECT_THROW(pool.run([](ThreadContext&) { throw std::logic_error("x"); }), std::logic_error);
-    pool.pause();
-    pool.resume();
-    expect_each_index_once(pool, 2);
-}
-
-// run_solo() on a pool of four: only the caller runs, barriers and chunks behave as in a pool of
-// one, and the pool's next full run still uses every thread.
-TEST(ThreadPool, RunSoloUsesTheCallerAlone) {
-    ThreadPool pool(4);
-    expect_each_index_once(pool, 1);  // workers now spin, waiting for the next run
-    int calls = 0;
-    std::thread::id id;
-    std::vector<int> hits(10, 0);
-    pool.run_solo([&](ThreadContext& ctx) {
-        ++calls;
-        id = std::this_thread::get_id();
-        EXPECT_EQ(ctx.ith, 0);
-        EXPECT_EQ(ctx.nth, 1);
-        ctx.barrier();
-        ctx.for_chunks(10, 3, [&](int64_t b, int64_t e) {
-            for (int64_t i = b; i < e; ++i) ++hits[static_cast<size_t>(i)];
-        });
-        ctx.barrier();
-        EXPECT_EQ(ctx.next_chunk(), 0);
-    });
-    EXPECT_EQ(calls, 1);
-    EXPECT_EQ(id, std::this_thread::get_id());
-    EXPECT_EQ(std::count(hits.begin(), hits.end(), 1), 10);
-    EXPECT_THROW(pool.run_solo([](ThreadContext&) { throw std::logic_error("x"); }), std::logic_error);
-    EXPECT_THROW(pool.run_solo([&](ThreadContext&) { pool.run_solo([](ThreadContext&) {}); }), Error);
-    expect_each_index_once(pool, 3);
-    EXPECT_EQ(barrier_phase_errors(pool, 5), 0);
-}
-
-TEST(ThreadPool, DestructorJoinsWhileIdleOrSpinning) {
-    { ThreadPool pool(4); }  // workers never ran
-    {
-        ThreadPool pool(4);
-        expect_each_index_once(pool, 1);
-    }  // workers are spinning right after a run
-    { ThreadPool pool(200); }
-    SUCCEED();
-}
-
-TEST(ThreadPool, DestructorJoinsWhileParked) {
-    {
-        ThreadPool pool(4, kParkAlways);
-        expect_each_index_once(pool, 2);
-        std::this_thread::sleep_for(5ms);  // workers park at once under this policy
+TEST(ThreadPool, SingleThreadAndRunSoloUseTheCallerAlone) {
+    ThreadPool one(1);
+    ThreadPool four(4);
+    const auto caller = std::this_thread::get_id();
+    for (int which = 0; which < 2; ++which) {
+        std::vector<int> hits(10, 0);
+        std::atomic<int> bad{0};
+        auto kernel = [&](ThreadContext& ctx) {
+            if (std::this_thread::get_id() != caller || ctx.ith != 0 || ctx.nth != 1) bad.fetch_add(1);
+            ctx.for_chunks(10, 3, [&](int64_t b, int64_t e) {
+                for (int64_t i = b; i < e; ++i) ++hits[static_cast<size_t>(i)];
+            });
+            ctx.barrier();
+        };
+        if (which == 0) one.run(kernel);
+        else four.run_solo(kernel);
+        EXPECT_EQ(bad.load(), 0);
+        for (int h : hits) EXPECT_EQ(h, 1);
     }
-    {
+    EXPECT_EQ(phase_errors(four, 5), 0);
+}
+
+TEST(ThreadPool, DestructorJoinsWhileIdleOrBlocked) {
+    for (int i = 0; i < 20; ++i) {
         ThreadPool pool(4);
-        expect_each_index_once(pool, 2);
-        pool.pause();
-        std::this_thread::sleep_for(5ms);
+        if (i % 2) phase_errors(pool, 2);
+        if (i % 3 == 0) {
+            pool.pause();
+            std::this_thread::sleep_for(1ms);
+        }
     }
     SUCCEED();
 }

@@ -24,9 +24,10 @@ struct FastKernel {
     const char* name;
     bool (*usable)(const CpuFeatures& f);
     bool (*supports)(const Tensor& dst);
-    /// Bytes of work buffer shared by all threads (e.g. packed activations), for nth threads.
+    /// Bytes of work buffer shared by all parts (e.g. per-part scratch), for nth parts.
     size_t (*work_size)(const Tensor& dst, int nth);
-    /// Computes dst on every thread of the run; `work` holds work_size() bytes, 64-byte aligned.
+    /// Computes part ctx.ith of ctx.nth of dst (the CPU backend runs the parts on whichever threads
+    /// claim them: ThreadContext::parts); `work` holds work_size() bytes, 64-byte aligned.
     void (*run)(Tensor& dst, ThreadContext& ctx, void* work);
 };
 
@@ -45,8 +46,8 @@ bool has_avx512vnni_tier(const CpuFeatures& f);
 /// work_size for kernels that need no shared work buffer.
 size_t no_work(const Tensor&, int);
 
-/// This thread's contiguous share [begin, end) of n rows (equal ranges in thread order), so a
-/// row is computed the same way whichever thread count runs it.
+/// This part's contiguous share [begin, end) of n rows (equal ranges in part order), so a row is
+/// computed the same way whichever part count runs it.
 void thread_rows(int64_t n, const ThreadContext& ctx, int64_t& begin, int64_t& end);
 
 /// MUL_MAT_ID routing (dst F32 [N, E_used, T], src0 [K, N, E], ids = src2 I32 [E_used, T]): a

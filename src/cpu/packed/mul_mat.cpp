@@ -101,22 +101,21 @@ size_t runtime_rhs_bytes(const Tensor& dst) {
 /// Bytes of one thread's scratch for run-time packing: one group of src0 rows, made contiguous.
 size_t runtime_rows_bytes(const Tensor& dst) { return align64(static_cast<size_t>(kGroupRows * dst.src[0]->ne[0]) * sizeof(uint16_t)); }
 
-/// Packs this thread's share of src0's (matrix, group) items into rhs: each group's rows are
-/// copied to this thread's contiguous scratch `rows` first (src0 rows may be strided), then packed.
-void runtime_pack(const Tensor& w, uint8_t* rhs, uint8_t* rows, const ThreadContext& ctx) {
+/// Number of (matrix, 16-row group) items of run-time packing.
+int64_t runtime_items(const Tensor& w) { return (w.ne[1] + kGroupRows - 1) / kGroupRows * w.ne[2] * w.ne[3]; }
+
+/// Packs item `item` (runtime_items()) of src0 into rhs: the group's rows are copied to the calling
+/// thread's contiguous scratch `rows` first (src0 rows may be strided), then packed.
+void runtime_pack(const Tensor& w, uint8_t* rhs, uint8_t* rows, int64_t item) {
     const Format& f = *format_for(w.type);
     const int64_t K = w.ne[0], N = w.ne[1], groups = (N + kGroupRows - 1) / kGroupRows;
     const size_t row = static_cast<size_t>(K) * sizeof(uint16_t), matrix = packed_bytes(f, N, K);
-    int64_t begin = 0, end = 0;
-    thread_rows(groups * w.ne[2] * w.ne[3], ctx, begin, end);
-    for (int64_t item = begin; item < end; ++item) {
-        const int64_t g = item % groups, mat = item / groups, i2 = mat % w.ne[2], i3 = mat / w.ne[2];
-        const int64_t n0 = g * kGroupRows, n = std::min(kGroupRows, N - n0);
-        for (int64_t r = 0; r < n; ++r)
-            std::memcpy(rows + static_cast<size_t>(r) * row,
-                        static_cast<const uint8_t*>(w.data) + (n0 + r) * w.nb[1] + i2 * w.nb[2] + i3 * w.nb[3], row);
-        f.pack(rows, rhs + static_cast<size_t>(mat) * matrix + group_offset(f, n0, K), n, K);
-    }
+    const int64_t g = item % groups, mat = item / groups, i2 = mat % w.ne[2], i3 = mat / w.ne[2];
+    const int64_t n0 = g * kGroupRows, n = std::min(kGroupRows, N - n0);
+    for (int64_t r = 0; r < n; ++r)
+        std::memcpy(rows + static_cast<size_t>(r) * row,
+                    static_cast<const uint8_t*>(w.data) + (n0 + r) * w.nb[1] + i2 * w.nb[2] + i3 * w.nb[3], row);
+    f.pack(rows, rhs + static_cast<size_t>(mat) * matrix + group_offset(f, n0, K), n, K);
 }
 
 /// Activation rows per weight matrix: M of MUL_MAT; for MUL_MAT_ID the tokens (each expert sees
@@ -126,8 +125,13 @@ int64_t rows_per_matrix(const Tensor& dst) { return dst.op == Op::MUL_MAT_ID ? d
 int64_t lhs_rows(const Tensor& dst) { return dst.src[1]->ne[1] * dst.src[1]->ne[2] * dst.src[1]->ne[3]; }
 
 /// Ops with at most this many activation rows (decode) skip the shared packing phase: every
-/// thread packs all rows into its own part of the work buffer, which costs less than the barrier.
+/// thread packs all rows into its own part of the work buffer (on its first chunk), which costs
+/// less than a phase.
 constexpr int64_t kPrivateRows = 4;
+
+/// Rows per chunk when activation rows are packed or moved in a phase of their own: about four
+/// chunks per thread.
+int64_t row_chunk(int64_t rows, int nth) { return std::max<int64_t>(1, (rows + 4 * nth - 1) / (4 * nth)); }
 
 void pack_rows(const Kernel& k, const Tensor& x, int64_t begin, int64_t end, uint8_t* lhs) {
     const int64_t M = x.ne[1], B2 = x.ne[2], K = x.ne[0];
@@ -192,29 +196,37 @@ void run_mul_mat(Tensor& dst, const NodePlan& p, ThreadContext& ctx, void* work)
     const Kernel& mine = fallback ? *p.kernels.fallback : main;
     auto* base = static_cast<uint8_t*>(work);
 
-    const uint8_t* slot = fallback ? p.slot_fallback : p.slot_main;
-    if (p.runtime) {
-        runtime_pack(w, base, base + p.mm.rows + static_cast<size_t>(ctx.ith) * runtime_rows_bytes(dst), ctx);
-        slot = base;  // the barrier below publishes it
-    }
-    const uint8_t* lhs = nullptr;
-    if (p.private_lhs) {  // a few rows: each thread packs them for itself, no barrier
-        uint8_t* own = base + p.mm.lhs + static_cast<size_t>(ctx.ith) * p.mm.lhs_per_thread;
-        pack_rows(mine, x, 0, lhs_rows(dst), own);
-        lhs = own;
-    } else {
-        int64_t begin = 0, end = 0;
-        thread_rows(lhs_rows(dst), ctx, begin, end);
-        pack_rows(main, x, begin, end, base + p.mm.lhs);
-        if (p.separate_lhs) pack_rows(*p.kernels.fallback, x, begin, end, base + p.mm.lhs_fallback);
+    // Phase 1 (unless decode): run-time packing of src0 and the shared LHS, as one chunk loop.
+    const int64_t rhs_items = p.runtime ? runtime_items(w) : 0;
+    const int64_t rows = lhs_rows(dst), rows_per = row_chunk(rows, ctx.nth);
+    const int64_t lhs_items = p.private_lhs ? 0 : (rows + rows_per - 1) / rows_per;
+    if (rhs_items + lhs_items > 0) {
+        ctx.for_chunks(rhs_items + lhs_items, 1, [&](int64_t item, int64_t) {
+            if (item < rhs_items) {
+                runtime_pack(w, base, base + p.mm.rows + static_cast<size_t>(ctx.ith) * runtime_rows_bytes(dst), item);
+                return;
+            }
+            const int64_t begin = (item - rhs_items) * rows_per, end = std::min(rows, begin + rows_per);
+            pack_rows(main, x, begin, end, base + p.mm.lhs);
+            if (p.separate_lhs) pack_rows(*p.kernels.fallback, x, begin, end, base + p.mm.lhs_fallback);
+        });
         ctx.barrier();
-        lhs = base + (fallback && p.separate_lhs ? p.mm.lhs_fallback : p.mm.lhs);
     }
+    const uint8_t* slot = p.runtime ? base : fallback ? p.slot_fallback : p.slot_main;
+    uint8_t* own = p.private_lhs ? base + p.mm.lhs + static_cast<size_t>(ctx.ith) * p.mm.lhs_per_thread : nullptr;
+    bool own_packed = false;
+    const uint8_t* lhs = own ? own : base + (fallback && p.separate_lhs ? p.mm.lhs_fallback : p.mm.lhs);
+
+    // Phase 2: column chunks of every batch.
     const size_t lrow = lhs_row_bytes(mine, K);
     const size_t matrix_bytes = p.rows ? 0 : packed_bytes(*mine.format, N, K);
     const int64_t cols = p.cols;
     const int64_t chunks = (N + cols - 1) / cols;
     ctx.for_chunks(chunks * B2 * B3, 1, [&](int64_t item, int64_t) {
+        if (own && !own_packed) {  // a few rows: this thread packs them for itself
+            pack_rows(mine, x, 0, rows, own);
+            own_packed = true;
+        }
         const int64_t c = item % chunks, i2 = item / chunks % B2, i3 = item / (chunks * B2);
         const int64_t n0 = c * cols;
         GemmArgs a;
@@ -257,6 +269,7 @@ void run_mul_mat_id(Tensor& dst, const NodePlan& p, ThreadContext& ctx, void* wo
     const Tensor& w = *dst.src[0];
     const Tensor& x = *dst.src[1];
     const int64_t K = w.ne[0], N = w.ne[1], E = w.ne[2], U = x.ne[1];
+    const int64_t n_pairs = dst.src[2]->ne[0] * dst.src[2]->ne[1];
     const Kernel& k = *p.kernels.main;  // one kernel for all threads (no hybrid split here)
     auto* base = static_cast<uint8_t*>(work);
     uint8_t* xq = base + p.id.xq;
@@ -267,17 +280,22 @@ void run_mul_mat_id(Tensor& dst, const NodePlan& p, ThreadContext& ctx, void* wo
     const size_t lrow = lhs_row_bytes(k, K);
     auto dst_row = [&](int64_t e, int64_t t) { return reinterpret_cast<float*>(static_cast<uint8_t*>(dst.data) + e * dst.nb[1] + t * dst.nb[2]); };
 
-    int64_t begin = 0, end = 0;
-    thread_rows(U * x.ne[2], ctx, begin, end);
-    pack_rows(k, x, begin, end, xq);  // row u + U * t
-    if (ctx.ith == 0) route_experts(dst, starts, pairs);
+    // Phase 1: pack x (row u + U * t) in row chunks; the last item routes the pairs by expert.
+    const int64_t x_rows = U * x.ne[2], rows_per = row_chunk(x_rows, ctx.nth);
+    const int64_t pack_items = (x_rows + rows_per - 1) / rows_per;
+    ctx.for_chunks(pack_items + 1, 1, [&](int64_t item, int64_t) {
+        if (item == pack_items) return route_experts(dst, starts, pairs);
+        pack_rows(k, x, item * rows_per, std::min(x_rows, (item + 1) * rows_per), xq);
+    });
     ctx.barrier();
-    const int64_t routed = starts[E];
-    thread_rows(routed, ctx, begin, end);  // gather each routed pair's activation row
-    for (int64_t i = begin; i < end; ++i)
-        std::memcpy(gathered + static_cast<size_t>(i) * lrow, xq + static_cast<size_t>(pairs[2 * i] % U + U * pairs[2 * i + 1]) * lrow, lrow);
+    // Phase 2: gather each routed pair's activation row (starts[E] pairs are routed).
+    const int64_t pairs_per = row_chunk(n_pairs, ctx.nth);
+    ctx.for_chunks(n_pairs, pairs_per, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < std::min(end, starts[E]); ++i)
+            std::memcpy(gathered + static_cast<size_t>(i) * lrow, xq + static_cast<size_t>(pairs[2 * i] % U + U * pairs[2 * i + 1]) * lrow, lrow);
+    });
     ctx.barrier();
-
+    // Phase 3: chunks of (expert, columns) into the scratch output.
     const uint8_t* slot = p.slot_main;
     const size_t matrix_bytes = p.rows ? 0 : packed_bytes(*k.format, N, K);
     const int64_t cols = p.cols;
@@ -303,9 +321,11 @@ void run_mul_mat_id(Tensor& dst, const NodePlan& p, ThreadContext& ctx, void* wo
         (count == 1 ? k.gemv : k.gemm)(a);
     });
     ctx.barrier();
-    thread_rows(routed, ctx, begin, end);  // scatter the outputs to their (slot, token) rows
-    for (int64_t i = begin; i < end; ++i)
-        std::memcpy(dst_row(pairs[2 * i], pairs[2 * i + 1]), out + i * N, sizeof(float) * static_cast<size_t>(N));
+    // Phase 4: scatter the outputs to their (slot, token) rows.
+    ctx.for_chunks(n_pairs, pairs_per, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < std::min(end, starts[E]); ++i)
+            std::memcpy(dst_row(pairs[2 * i], pairs[2 * i + 1]), out + i * N, sizeof(float) * static_cast<size_t>(N));
+    });
 }
 
 /// GET_ROWS work: per thread the plain GGUF rows of one group (Format::unpack writes rows 0..j to
@@ -320,20 +340,20 @@ void run_get_rows(Tensor& dst, const NodePlan& p, ThreadContext& ctx, void* work
     const int64_t K = w.ne[0], N = w.ne[1];
     const size_t matrix_bytes = packed_bytes(f, N, K), row_bytes = static_cast<size_t>(dtype_row_bytes(w.type, K));
     uint8_t* plain = static_cast<uint8_t*>(work) + static_cast<size_t>(ctx.ith) * get_rows_scratch(w);
-    const int64_t R = dst.ne[1], B2 = dst.ne[2];
-    int64_t begin = 0, end = 0;
-    thread_rows(R * B2 * dst.ne[3], ctx, begin, end);
-    for (int64_t r = begin; r < end; ++r) {
-        const int64_t i = r % R, b2 = r / R % B2, b3 = r / (R * B2);
-        const int32_t id = *reinterpret_cast<const int32_t*>(static_cast<const uint8_t*>(ids.data) + i * ids.nb[0] + b2 * ids.nb[1] + b3 * ids.nb[2]);
-        if (id < 0 || id >= N)
-            throw Error(ErrorCode::InvalidArgument, "GET_ROWS: row id " + std::to_string(id) + " in " + describe(ids) +
-                                                        " is outside [0, " + std::to_string(N) + ")");
-        float* out = reinterpret_cast<float*>(static_cast<uint8_t*>(dst.data) + i * dst.nb[1] + b2 * dst.nb[2] + b3 * dst.nb[3]);
-        const int64_t j = id % kGroupRows;
-        f.unpack(slot + static_cast<size_t>(b2 + b3 * w.ne[2]) * matrix_bytes + group_offset(f, id - j, K), plain, j + 1, K);
-        quant::dequantize_row(w.type, plain + static_cast<size_t>(j) * row_bytes, out, K);
-    }
+    const int64_t R = dst.ne[1], B2 = dst.ne[2], n = R * B2 * dst.ne[3];
+    ctx.for_chunks(n, row_chunk(n, ctx.nth), [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+            const int64_t i = r % R, b2 = r / R % B2, b3 = r / (R * B2);
+            const int32_t id = *reinterpret_cast<const int32_t*>(static_cast<const uint8_t*>(ids.data) + i * ids.nb[0] + b2 * ids.nb[1] + b3 * ids.nb[2]);
+            if (id < 0 || id >= N)
+                throw Error(ErrorCode::InvalidArgument, "GET_ROWS: row id " + std::to_string(id) + " in " + describe(ids) +
+                                                            " is outside [0, " + std::to_string(N) + ")");
+            float* out = reinterpret_cast<float*>(static_cast<uint8_t*>(dst.data) + i * dst.nb[1] + b2 * dst.nb[2] + b3 * dst.nb[3]);
+            const int64_t j = id % kGroupRows;
+            f.unpack(slot + static_cast<size_t>(b2 + b3 * w.ne[2]) * matrix_bytes + group_offset(f, id - j, K), plain, j + 1, K);
+            quant::dequantize_row(w.type, plain + static_cast<size_t>(j) * row_bytes, out, K);
+        }
+    });
 }
 
 }  // namespace

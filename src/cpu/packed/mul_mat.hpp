@@ -10,20 +10,20 @@
 // run ref::compute.
 //
 // MUL_MAT  w [K, N, W2, W3], x F32 [K, M, B2, B3] (rows contiguous) -> dst F32 [N, M, B2, B3]
-//   1. every thread packs a share of the M * B2 * B3 activation rows (the kernel's pack_lhs) into
-//      the work buffer (twice in hybrid mode when the two kernels pack differently); barrier.
-//      With at most 4 rows (decode) every thread packs all of them for itself instead: no barrier;
+//   1. a phase whose chunks pack the M * B2 * B3 activation rows (the kernel's pack_lhs) into the
+//      work buffer (twice in hybrid mode when the two kernels pack differently). With at most 4
+//      rows (decode) there is no such phase: every thread packs all rows for itself on its first
+//      chunk of step 2;
 //   2. column chunks (n_step * TESSEL_CPU_CHUNK_MULT columns; by default about 4 chunks per thread)
-//      of every batch are claimed from the pool's atomic counter; each chunk runs the thread's
+//      of every batch are claimed from the pool's phase counter; each chunk runs the thread's
 //      kernel (plan(): main, or in hybrid mode main on the first main_threads threads and the
 //      fallback on the others) over all M rows. No static split: a slow core takes fewer chunks.
-// All of this is decided once per graph (plan_node(): kernels, slots, chunk, work layout); run()
-// only follows its plan.
+// All tensor data is read and written inside claimed chunks (threadpool.hpp's rule).
 // MUL_MAT_ID experts [K, N, E], x F32 [K, U, T], ids I32 [E_used, T] -> dst F32 [N, E_used, T]:
-//   x packed, routed (slot, token) pairs sorted by expert and their LHS rows gathered, then chunks
-//   of (expert, columns) as above into a scratch output, scattered to dst (no hybrid split).
+//   four phases: x packed and the (slot, token) pairs routed by expert; their LHS rows gathered;
+//   chunks of (expert, columns) as above into a scratch output; scattered to dst (no hybrid split).
 // Run-time packing: MUL_MAT with an F16 src0 that is not stored packed (packs_at_run_time()) packs
-//   src0 (all threads, by 16-row groups) into the work buffer before step 1, then runs as above.
+//   src0 into the work buffer in step 1's phase (a chunk per 16-row group), then runs as above.
 // GET_ROWS w [K, N, B2, B3] packed, ids I32 [R, B2, B3] -> dst F32 [K, R, B2, B3]: rows dequantized
 //   from the packed layout (Format::unpack of the row's group up to it, into the work buffer), so
 //   token embeddings can stay packed.
@@ -43,7 +43,7 @@ namespace tessel::cpu::packed {
 bool reads_packed(const Tensor& node);
 /// True when node is a MUL_MAT whose F16 src0 is not stored packed (e.g. attention's K or V
 /// over the KV cache) and which the packed path runs by packing src0 into the work buffer first
-/// (all threads, before the barrier): at least 16 activation rows, an F16 chain on this CPU.
+/// (step 1's phase): at least 16 activation rows, an F16 chain on this CPU.
 bool packs_at_run_time(const Tensor& node);
 /// True when the driver can compute node (types, layouts, shapes): MUL_MAT / MUL_MAT_ID with src0
 /// packed or plain rows, GET_ROWS with src0 packed.
@@ -90,9 +90,9 @@ struct NodePlan {
 /// the driver does not serve it, and
 /// Error(InvalidArgument) naming the tensor when a packed header is damaged.
 NodePlan plan_node(const Tensor& node, int nth, const Tuning& tuning);
-/// Computes node on every thread of the run (ctx.nth = the plan's nth) with `work` holding
-/// plan.work bytes. Throws Error(InvalidArgument) naming the tensor on an out-of-range row id
-/// (GET_ROWS).
+/// Computes node: called on every thread of the run (ctx.nth = the plan's nth; ctx.ith picks
+/// per-thread scratch) or alone(), claiming its work in chunks; `work` holds plan.work bytes.
+/// Throws Error(InvalidArgument) naming the tensor on an out-of-range row id (GET_ROWS).
 void run(Tensor& node, const NodePlan& plan, ThreadContext& ctx, void* work);
 /// The kernel(s) of the plan, e.g. "q4_0_q8_0_gemv_1x16_avx512vnni" or
 /// "q4_0_q8_0_gemm_16x16_amx+q4_0_q8_0_gemm_8x16_avx512vnni" (hybrid).

@@ -3,9 +3,9 @@
 //
 // A kernel computes node `dst` from dst.src[] (semantics and op_params in graph/op.hpp). All
 // data pointers are host memory; tensors may be non-contiguous (kernels walk nb strides) unless
-// a kernel's supports() says otherwise. Every thread of a ThreadPool run calls the kernel with
-// the same dst; kernels split their work by ctx.ith / ctx.nth (usually by rows) or by chunks,
-// and never write outside dst. Accumulations use double where a sum runs over a row.
+// a kernel's supports() says otherwise. The kernel computes part ctx.ith of ctx.nth parts of dst
+// (usually a range of rows; the CPU backend runs the parts on whichever threads claim them,
+// ThreadContext::parts) and never writes outside dst. Accumulations use double where a sum runs over a row.
 #pragma once
 
 #include "cpu/threadpool.hpp"
@@ -13,7 +13,7 @@
 
 namespace tessel::cpu::ref {
 
-/// Computes dst on every thread of the run (see above).
+/// Computes part ctx.ith of ctx.nth of dst (see above).
 using Kernel = void (*)(Tensor& dst, ThreadContext& ctx);
 
 /// One op's entry: whether this node (its types/shapes/params) is supported, and the kernel.

@@ -269,7 +269,7 @@ void run_reference(Instance& inst) {
     for (Tensor* node : inst.g->nodes()) {
         if (!cpu::ref::supports(*node))
             throw Error(ErrorCode::Unsupported, std::string("the reference has no kernel for ") + describe(*node));
-        pool.run([node](cpu::ThreadContext& ctx) { cpu::ref::compute(*node, ctx); });
+        pool.run_parts(pool.size(), [node](cpu::ThreadContext& part) { cpu::ref::compute(*node, part); });
     }
 }
 
