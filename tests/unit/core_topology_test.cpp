@@ -31,12 +31,18 @@ fs::path big_little_tree() {
 }
 
 TEST(CoreTopology, BigLittleCountsBigCoresOnly) {
-    const CoreTopology t = core_topology(big_little_tree().string());
+    const fs::path dir = big_little_tree();
+    const CoreTopology t = core_topology(dir.string());
     EXPECT_EQ(t.cores, 8);
     EXPECT_EQ(t.big_cores, 4);
     EXPECT_EQ(t.capacities, (std::vector<int>{1024, 512}));
     EXPECT_TRUE(t.big_little());
     EXPECT_EQ(t.default_threads(), 4);
+
+    // without cpu0: 3 big cores against 4 little ones, still the big ones
+    std::vector<bool> allowed(8, true);
+    allowed[0] = false;
+    EXPECT_EQ(core_topology(dir.string(), allowed).default_threads(), 3);
 }
 
 TEST(CoreTopology, SmtSiblingsOnBigCoresCountOnce) {
