@@ -250,7 +250,7 @@ typedef enum tessel_flash_attn {
 typedef struct tessel_context_params {
     int64_t n_ctx;     /* KV cells (tokens); 0: the model's training context capped at 4096 */
     int64_t n_ubatch;  /* tokens per forward graph (decode splits larger batches), >= 1 */
-    int32_t n_threads; /* CPU threads, 0..1024; 0: the number of physical cores */
+    int32_t n_threads; /* CPU threads, 0..1024; 0: the default, physical cores (big ones only on big/little CPUs, docs/config.md) */
     tessel_flash_attn flash_attn;
     const char* type_k; /* KV cache types "f16", "f32" or "q8_0" (q8_0 V needs flash attention); */
     const char* type_v; /* NULL: "f16" */

@@ -137,7 +137,7 @@ inline constexpr int kMaxThreads = 1024;
 struct ContextParams {
     int64_t n_ctx = 0;        ///< KV cells (tokens); 0: the model's training context capped at 4096
     int64_t n_ubatch = 512;   ///< tokens per forward graph (decode splits larger batches)
-    int n_threads = 0;        ///< CPU threads, 0..kMaxThreads; 0: the number of physical cores
+    int n_threads = 0;        ///< CPU threads, 0..kMaxThreads; 0: the default, physical cores (big ones only on big/little CPUs, docs/config.md)
     FlashAttn flash_attn = FlashAttn::Auto;  ///< Auto: fused attention (FLASH_ATTN_EXT)
     std::string type_k = "f16";  ///< KV cache types: f16, f32 or q8_0 (q8_0 V needs flash attention)
     std::string type_v = "f16";

@@ -13,8 +13,9 @@ namespace tessel {
 struct CpuInfo {
     std::string model;       ///< model name as the OS reports it, e.g. "AMD EPYC 9R14"; "" when unknown
     std::string arch;        ///< "x86-64", "aarch64" or "other": the architecture this library was built for
-    /// Physical cores in this process's CPU affinity mask (the logical CPU count when sysfs cannot
-    /// be read), >= 1: the thread count of a context made with ContextParams::n_threads = 0.
+    /// Physical cores in this process's CPU affinity mask, on a big/little CPU only those of the
+    /// largest sysfs cpu_capacity (the logical CPU count when sysfs cannot be read), >= 1: the
+    /// thread count of a context made with ContextParams::n_threads = 0 (docs/config.md).
     int physical_cores = 1;
 };
 

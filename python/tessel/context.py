@@ -13,7 +13,7 @@ from .model import Model
 
 class Context(Handle):
     """A context on `model`. n_ctx: KV cells (0: the model's training context, at most 4096);
-    n_threads: CPU threads (0: physical cores); flash_attn: "auto", "on" or "off"; type_k/type_v:
+    n_threads: CPU threads (0: physical cores, the big ones on big/little CPUs); flash_attn: "auto", "on" or "off"; type_k/type_v:
     "f16", "f32" or "q8_0". Raises tessel.Error ("invalid-argument", "out-of-memory"). It keeps
     decoding after model.close(); its methods raise tessel.Error "the context was closed" after
     its own close()."""

@@ -2,8 +2,12 @@
 
 #include <sched.h>
 
+#include <algorithm>
+#include <charconv>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <set>
 #include <system_error>
 
@@ -80,9 +84,9 @@ std::string read_first_line(const std::filesystem::path& p) {
 
 }  // namespace
 
-int count_physical_cores(const std::string& cpu_dir, const std::vector<bool>& allowed) {
+CoreTopology core_topology(const std::string& cpu_dir, const std::vector<bool>& allowed) {
     namespace fs = std::filesystem;
-    std::set<std::string> cores;  // one sibling list per physical core
+    std::map<std::string, int> cores;  // sibling list -> capacity (-1: no cpu_capacity file)
     std::error_code ec;
     fs::directory_iterator it(cpu_dir, ec);
     for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
@@ -91,17 +95,34 @@ int count_physical_cores(const std::string& cpu_dir, const std::vector<bool>& al
         if (!allowed.empty() && (index >= allowed.size() || !allowed[index])) continue;
         for (const char* file : {"topology/core_cpus_list", "topology/thread_siblings_list"}) {
             std::string siblings = read_first_line(it->path() / file);
-            if (!siblings.empty()) {
-                cores.insert(std::move(siblings));
-                break;
-            }
+            if (siblings.empty()) continue;
+            const std::string text = read_first_line(it->path() / "cpu_capacity");
+            int capacity = -1;
+            std::from_chars(text.data(), text.data() + text.size(), capacity);
+            auto [core, added] = cores.emplace(std::move(siblings), capacity);
+            if (!added) core->second = std::max(core->second, capacity);
+            break;
         }
     }
-    return static_cast<int>(cores.size());
+    CoreTopology t;
+    t.cores = static_cast<int>(cores.size());
+    std::set<int, std::greater<int>> capacities;
+    for (const auto& [siblings, capacity] : cores)
+        if (capacity >= 0) capacities.insert(capacity);
+    t.capacities.assign(capacities.begin(), capacities.end());
+    for (const auto& [siblings, capacity] : cores)
+        if (capacities.empty() || capacity == *capacities.begin()) ++t.big_cores;
+    return t;
 }
 
+int count_physical_cores(const std::string& cpu_dir, const std::vector<bool>& allowed) {
+    return core_topology(cpu_dir, allowed).cores;
+}
+
+CoreTopology core_topology() { return core_topology("/sys/devices/system/cpu", affinity_cpus()); }
+
 int default_thread_count() {
-    int n = count_physical_cores("/sys/devices/system/cpu", affinity_cpus());
+    const int n = core_topology().default_threads();
     if (n > 0) return n;
     const unsigned hc = std::thread::hardware_concurrency();
     return hc > 0 ? static_cast<int>(hc) : 1;

@@ -22,7 +22,8 @@ void print_system(bool json) {
     const CpuFeatures& use = usable_cpu_features();
     const CpuFeatures& det = cpu_features();
     const std::optional<std::string> env = cpu_isa_env();
-    const int cores = cpu::default_thread_count();
+    const cpu::CoreTopology topo = cpu::core_topology();
+    const int threads = cpu::default_thread_count();
     if (json) {
         nlohmann::ordered_json features = nlohmann::ordered_json::object();
         for (const CpuFeatureInfo& fi : cpu_feature_table())
@@ -30,8 +31,13 @@ void print_system(bool json) {
                 features[fi.name] = {{"detected", det.*fi.member}, {"usable", use.*fi.member}, {"tier", tier_name(fi.tier)}};
         nlohmann::ordered_json out = {{"cpu", det.model},
                                       {"arch", arch_name(det.arch)},
-                                      {"physical_cores", cores},
-                                      {"features", features}};
+                                      {"physical_cores", topo.cores > 0 ? topo.cores : threads},
+                                      {"default_threads", threads}};
+        if (topo.big_little()) {
+            out["big_cores"] = topo.big_cores;
+            out["core_capacities"] = topo.capacities;
+        }
+        out["features"] = features;
         if (det.arch == CpuArch::Arm) {
             out["sve_vector_bytes"] = {{"detected", det.sve_vector_bytes}, {"usable", use.sve_vector_bytes}};
             out["sme_vector_bytes"] = {{"detected", det.sme_vector_bytes}, {"usable", use.sme_vector_bytes}};
@@ -44,7 +50,16 @@ void print_system(bool json) {
     }
     std::printf("cpu: %s\n", printable(det.model.empty() ? "unknown" : det.model).c_str());
     std::printf("arch: %s\n", arch_name(det.arch));
-    std::printf("physical cores: %d\n", cores);
+    if (topo.big_little()) {
+        // e.g. "8 (4 big at capacity 1024, 4 little at 446)"; sysfs cpu_capacity, 1024 = fastest
+        std::string little;
+        for (size_t i = 1; i < topo.capacities.size(); ++i) little += (i > 1 ? "/" : "") + std::to_string(topo.capacities[i]);
+        std::printf("physical cores: %d (%d big at capacity %d, %d little at %s)\n", topo.cores, topo.big_cores, topo.capacities[0],
+                    topo.cores - topo.big_cores, little.c_str());
+        std::printf("default threads: %d (the big cores)\n", threads);
+    } else {
+        std::printf("physical cores: %d\n", topo.cores > 0 ? topo.cores : threads);
+    }
     std::printf("TESSEL_CPU_ISA: %s\n", env ? printable(*env).c_str() : "(unset)");
     std::printf("best tier: %s\n", tier_name(best_tier(det)));
     std::printf("usable tier: %s\n", tier_name(best_tier(use)));
