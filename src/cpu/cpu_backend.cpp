@@ -17,6 +17,7 @@
 #include "cpu/packed/mul_mat.hpp"
 #include "cpu/ref/ref.hpp"
 #include "cpu/threadpool.hpp"
+#include "cpu/topology.hpp"
 #include "tessel/errors.hpp"
 
 namespace tessel::cpu {

@@ -1,16 +1,9 @@
 #include "cpu/threadpool.hpp"
-
-#include <sched.h>
+#include "cpu/topology.hpp"
 
 #include <algorithm>
-#include <charconv>
-#include <filesystem>
-#include <fstream>
-#include <functional>
-#include <map>
-#include <set>
-#include <system_error>
 
+#include "cpu/topology.hpp"
 #include "tessel/errors.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -32,16 +25,6 @@ inline void cpu_relax() {
 #endif
 }
 
-// CPUs this process may run on (affinity mask, indexed by cpu number); empty if unknown.
-std::vector<bool> affinity_cpus() {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof(set), &set) != 0) return {};
-    std::vector<bool> allowed(CPU_SETSIZE, false);
-    for (int i = 0; i < CPU_SETSIZE; ++i) allowed[static_cast<size_t>(i)] = CPU_ISSET(i, &set);
-    return allowed;
-}
-
 int64_t now_ns() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -52,81 +35,7 @@ constexpr uint32_t next_of(uint64_t w) { return static_cast<uint32_t>(w); }
 /// Phase a comes after phase b (phase numbers wrap around).
 constexpr bool after(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) > 0; }
 
-int available_cpus() {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-        const int n = CPU_COUNT(&set);
-        if (n > 0) return n;
-    }
-    const unsigned hc = std::thread::hardware_concurrency();
-    return hc > 0 ? static_cast<int>(hc) : 1;
-}
-
-bool is_cpu_entry(const std::string& name, size_t& index) {
-    if (name.size() < 4 || name.size() > 12 || name.compare(0, 3, "cpu") != 0) return false;
-    size_t v = 0;
-    for (size_t i = 3; i < name.size(); ++i) {
-        if (name[i] < '0' || name[i] > '9') return false;
-        v = v * 10 + static_cast<size_t>(name[i] - '0');
-    }
-    index = v;
-    return true;
-}
-
-std::string read_first_line(const std::filesystem::path& p) {
-    std::ifstream in(p);
-    std::string line;
-    if (!in || !std::getline(in, line)) return {};
-    while (!line.empty() && (line.back() == ' ' || line.back() == '\r' || line.back() == '\t')) line.pop_back();
-    return line;
-}
-
 }  // namespace
-
-CoreTopology core_topology(const std::string& cpu_dir, const std::vector<bool>& allowed) {
-    namespace fs = std::filesystem;
-    std::map<std::string, int> cores;  // sibling list -> capacity (-1: no cpu_capacity file)
-    std::error_code ec;
-    fs::directory_iterator it(cpu_dir, ec);
-    for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
-        size_t index = 0;
-        if (!is_cpu_entry(it->path().filename().string(), index)) continue;
-        if (!allowed.empty() && (index >= allowed.size() || !allowed[index])) continue;
-        for (const char* file : {"topology/core_cpus_list", "topology/thread_siblings_list"}) {
-            std::string siblings = read_first_line(it->path() / file);
-            if (siblings.empty()) continue;
-            const std::string text = read_first_line(it->path() / "cpu_capacity");
-            int capacity = -1;
-            std::from_chars(text.data(), text.data() + text.size(), capacity);
-            auto [core, added] = cores.emplace(std::move(siblings), capacity);
-            if (!added) core->second = std::max(core->second, capacity);
-            break;
-        }
-    }
-    CoreTopology t;
-    t.cores = static_cast<int>(cores.size());
-    std::set<int, std::greater<int>> capacities;
-    for (const auto& [siblings, capacity] : cores)
-        if (capacity >= 0) capacities.insert(capacity);
-    t.capacities.assign(capacities.begin(), capacities.end());
-    for (const auto& [siblings, capacity] : cores)
-        if (capacities.empty() || capacity == *capacities.begin()) ++t.big_cores;
-    return t;
-}
-
-int count_physical_cores(const std::string& cpu_dir, const std::vector<bool>& allowed) {
-    return core_topology(cpu_dir, allowed).cores;
-}
-
-CoreTopology core_topology() { return core_topology("/sys/devices/system/cpu", affinity_cpus()); }
-
-int default_thread_count() {
-    const int n = core_topology().default_threads();
-    if (n > 0) return n;
-    const unsigned hc = std::thread::hardware_concurrency();
-    return hc > 0 ? static_cast<int>(hc) : 1;
-}
 
 // ---- ThreadContext ------------------------------------------------------------------------
 

@@ -5,7 +5,7 @@
 #include "cpu/packed/buffer.hpp"
 #include "cpu/packed/kernel.hpp"
 #include "cpu/packed/mul_mat.hpp"
-#include "cpu/threadpool.hpp"
+#include "cpu/topology.hpp"
 #include "gguf/parser.hpp"
 #include "npu/host/config.hpp"
 

@@ -1,13 +1,15 @@
 // core_topology() on fake sysfs trees: physical cores, big/little capacities and the default
-// thread count they give (cpu/threadpool.hpp).
+// thread count they give (cpu/topology.hpp).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
-#include "cpu/threadpool.hpp"
+#include "cpu/topology.hpp"
 #include "support/test_paths.hpp"
 
 namespace tessel::cpu {
@@ -60,14 +62,14 @@ TEST(CoreTopology, SmtSiblingsOnBigCoresCountOnce) {
     EXPECT_EQ(t.default_threads(), 2);
 }
 
-TEST(CoreTopology, ThreeCapacitiesCountTheLargestOnly) {
+TEST(CoreTopology, ThreeCapacitiesCountPrimeAndMidCores) {
     // a DynamIQ cluster: 1 prime core, 3 mid, 4 little
     const fs::path dir = test::temp_dir();
     for (int c = 0; c < 8; ++c) add_cpu(dir, c, std::to_string(c), c == 0 ? 1024 : c < 4 ? 870 : 325);
     const CoreTopology t = core_topology(dir.string());
     EXPECT_EQ(t.cores, 8);
     EXPECT_EQ(t.capacities, (std::vector<int>{1024, 870, 325}));
-    EXPECT_EQ(t.default_threads(), 1);
+    EXPECT_EQ(t.default_threads(), 4);  // capacity more than half of 1024
 }
 
 TEST(CoreTopology, EqualCapacitiesCountEveryCore) {
@@ -127,6 +129,46 @@ TEST(CoreTopology, ThisMachineMatchesDefaultThreadCount) {
     EXPECT_EQ(default_thread_count(), t.default_threads());
     EXPECT_GE(t.big_cores, 1);
     EXPECT_LE(t.big_cores, t.cores);
+}
+
+TEST(CoreTopology, DefaultThreadCountIsPositive) {
+    const int n = default_thread_count();
+    EXPECT_GE(n, 1);
+    EXPECT_LE(n, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+}
+
+TEST(CoreTopology, CountPhysicalCoresFromSysfsLayout) {
+    namespace fs = std::filesystem;
+    const fs::path dir = test::temp_dir();
+    auto add_cpu = [&](int cpu, const char* file, const char* siblings) {
+        const fs::path topo = dir / ("cpu" + std::to_string(cpu)) / "topology";
+        fs::create_directories(topo);
+        std::ofstream(topo / file) << siblings << "\n";
+    };
+    // 4 cores x 2 SMT threads: cpuN and cpuN+4 are siblings
+    for (int c = 0; c < 8; ++c) {
+        const std::string s = std::to_string(c % 4) + "," + std::to_string(c % 4 + 4);
+        add_cpu(c, "core_cpus_list", s.c_str());
+    }
+    fs::create_directories(dir / "cpufreq");  // non-cpu entries are ignored
+    fs::create_directories(dir / "cpuidle");
+    EXPECT_EQ(count_physical_cores(dir.string()), 4);
+
+    // affinity restricted to cpu0, cpu4 (siblings) and cpu1: two cores
+    std::vector<bool> allowed(8, false);
+    allowed[0] = allowed[4] = allowed[1] = true;
+    EXPECT_EQ(count_physical_cores(dir.string(), allowed), 2);
+
+    // older kernels: only thread_siblings_list
+    const fs::path old_dir = dir / "old";
+    for (int c = 0; c < 3; ++c) {
+        const fs::path topo = old_dir / ("cpu" + std::to_string(c)) / "topology";
+        fs::create_directories(topo);
+        std::ofstream(topo / "thread_siblings_list") << (c < 2 ? "0-1" : "2") << "\n";
+    }
+    EXPECT_EQ(count_physical_cores(old_dir.string()), 2);
+
+    EXPECT_EQ(count_physical_cores((dir / "missing").string()), 0);
 }
 
 }  // namespace

@@ -11,18 +11,13 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <filesystem>
-#include <fstream>
 #include <functional>
-#include <numeric>
-#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "cpu/threadpool.hpp"
-#include "support/test_paths.hpp"
 #include "tessel/errors.hpp"
 
 using namespace tessel;
@@ -366,44 +361,4 @@ TEST(ThreadPool, DestructorJoinsWhileIdleOrBlocked) {
         }
     }
     SUCCEED();
-}
-
-TEST(ThreadPool, DefaultThreadCountIsPositive) {
-    const int n = default_thread_count();
-    EXPECT_GE(n, 1);
-    EXPECT_LE(n, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
-}
-
-TEST(ThreadPool, CountPhysicalCoresFromSysfsLayout) {
-    namespace fs = std::filesystem;
-    const fs::path dir = test::temp_dir();
-    auto add_cpu = [&](int cpu, const char* file, const char* siblings) {
-        const fs::path topo = dir / ("cpu" + std::to_string(cpu)) / "topology";
-        fs::create_directories(topo);
-        std::ofstream(topo / file) << siblings << "\n";
-    };
-    // 4 cores x 2 SMT threads: cpuN and cpuN+4 are siblings
-    for (int c = 0; c < 8; ++c) {
-        const std::string s = std::to_string(c % 4) + "," + std::to_string(c % 4 + 4);
-        add_cpu(c, "core_cpus_list", s.c_str());
-    }
-    fs::create_directories(dir / "cpufreq");  // non-cpu entries are ignored
-    fs::create_directories(dir / "cpuidle");
-    EXPECT_EQ(count_physical_cores(dir.string()), 4);
-
-    // affinity restricted to cpu0, cpu4 (siblings) and cpu1: two cores
-    std::vector<bool> allowed(8, false);
-    allowed[0] = allowed[4] = allowed[1] = true;
-    EXPECT_EQ(count_physical_cores(dir.string(), allowed), 2);
-
-    // older kernels: only thread_siblings_list
-    const fs::path old_dir = dir / "old";
-    for (int c = 0; c < 3; ++c) {
-        const fs::path topo = old_dir / ("cpu" + std::to_string(c)) / "topology";
-        fs::create_directories(topo);
-        std::ofstream(topo / "thread_siblings_list") << (c < 2 ? "0-1" : "2") << "\n";
-    }
-    EXPECT_EQ(count_physical_cores(old_dir.string()), 2);
-
-    EXPECT_EQ(count_physical_cores((dir / "missing").string()), 0);
 }

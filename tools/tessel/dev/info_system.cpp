@@ -10,7 +10,7 @@
 #include "cpu/packed/buffer.hpp"
 #include "cpu/packed/kernel.hpp"
 #include "cpu/packed/report.hpp"
-#include "cpu/threadpool.hpp"
+#include "cpu/topology.hpp"
 #include "dev/commands.hpp"
 #include "text.hpp"
 

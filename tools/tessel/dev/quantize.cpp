@@ -6,7 +6,7 @@
 #include <string>
 
 #include "dev/commands.hpp"
-#include "cpu/threadpool.hpp"
+#include "cpu/topology.hpp"
 #include "model/quantize.hpp"
 #include "tessel/errors.hpp"
 #include "text.hpp"

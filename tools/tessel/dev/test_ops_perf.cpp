@@ -11,7 +11,7 @@
 
 #include "cpu/cpu_backend.hpp"
 #include "cpu/ref/ref.hpp"
-#include "cpu/threadpool.hpp"
+#include "cpu/topology.hpp"
 #include "graph/op_cost.hpp"
 #include "backend/registry.hpp"
 #include "tessel/errors.hpp"
