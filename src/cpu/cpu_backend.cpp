@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/cpu_features.hpp"
+#include "core/env.hpp"
 #include "cpu/graph_plan.hpp"
 #include "cpu/kernels/kernel.hpp"
 #include "cpu/packed/buffer.hpp"
@@ -22,6 +23,13 @@
 
 namespace tessel::cpu {
 namespace {
+
+/// TESSEL_CPU_SPIN: microseconds a waiting thread spins before it blocks (threadpool.hpp). Throws
+/// Error(Environment) naming the variable when it is not a whole number in 0..100000.
+WaitPolicy wait_policy_from_env() {
+    const auto fallback = static_cast<uint64_t>(WaitPolicy{}.spin.count());
+    return WaitPolicy{std::chrono::microseconds(env::whole_number("TESSEL_CPU_SPIN", 0, 100000, fallback))};
+}
 
 class HostBuffer final : public Buffer {
 public:
@@ -59,7 +67,8 @@ public:
 /// node list in one pool run.
 class CpuBackend final : public Backend {
 public:
-    CpuBackend(CpuDevice& dev, int n_threads) : dev_(dev), pool_(n_threads), tuning_(packed::tuning_from_env()) {}
+    CpuBackend(CpuDevice& dev, int n_threads)
+        : dev_(dev), pool_(n_threads, wait_policy_from_env()), tuning_(packed::tuning_from_env()) {}
     Device& device() override { return dev_; }
     void graph_compute(const std::vector<Tensor*>& nodes, uint64_t graph_uid = 0) override {
         last_ = nullptr;  // until a plan exists: planning may throw

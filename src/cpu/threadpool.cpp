@@ -2,6 +2,8 @@
 #include "cpu/topology.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 
 #include "cpu/topology.hpp"
 #include "tessel/errors.hpp"
@@ -60,7 +62,6 @@ void ThreadContext::open_phase(uint32_t n_chunks) {
     }
     opened_ = true;
     n_chunks_ = n_chunks;
-    phase_start_ = now_ns();
 }
 
 int64_t ThreadContext::claim() {
@@ -89,6 +90,7 @@ void ThreadContext::complete() {
     if (p.done_.fetch_add(1, std::memory_order_acq_rel) + 1 == n_chunks_) {
         // The last chunk: nobody else touches this phase's counters any more.
         p.done_.store(0, std::memory_order_relaxed);
+        p.phase_open_.store(now_ns(), std::memory_order_relaxed);
         p.phase_.store(phase_word(seq_ + 1, 0), std::memory_order_seq_cst);
         p.wake_blocked();
     }
@@ -102,7 +104,10 @@ void ThreadContext::barrier() {
     ThreadPool& p = *pool_;
     if (n_chunks_ == 0) {  // a phase without chunks: the first thread here ends it
         uint64_t w = phase_word(seq_, 0);
-        if (p.phase_.compare_exchange_strong(w, phase_word(seq_ + 1, 0), std::memory_order_seq_cst)) p.wake_blocked();
+        if (p.phase_.compare_exchange_strong(w, phase_word(seq_ + 1, 0), std::memory_order_seq_cst)) {
+            p.phase_open_.store(now_ns(), std::memory_order_relaxed);
+            p.wake_blocked();
+        }
     }
     p.wait_phase(*this);
     ++seq_;
@@ -133,6 +138,7 @@ ThreadPool::ThreadPool(int n_threads, WaitPolicy policy)
 }
 
 ThreadPool::~ThreadPool() {
+    if (getenv("TESSEL_DEBUG_POOL")) fprintf(stderr, "pool %d threads: %lld benchings\n", n_threads_, (long long)benchings_.load());
     stop_.store(true);
     wake_blocked();
     for (auto& t : workers_) t.join();
@@ -158,12 +164,11 @@ void ThreadPool::set_test_hook(Hook hook, void* arg) noexcept {
     hook_.store(hook);
 }
 
-// Wakes every blocked thread if there is one. Callers change the state a waiter checks first;
-// both sides order that against blocked_ with sequentially consistent operations, so either the
-// waiter sees the new state before it sleeps or this sees the waiter (and the mutex orders the
-// notify after the waiter's final check).
+// Wakes every blocked thread if there is one. Callers change the state a waiter checks first with
+// a sequentially consistent store, and a waiter registers in blocked_ before its final check, whose
+// loads are sequentially consistent too: so either the waiter sees the new state before it sleeps or
+// this sees the waiter (and the mutex orders the notify after the waiter's final check).
 void ThreadPool::wake_blocked() {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
     if (blocked_.load() == 0) return;
     { std::lock_guard<std::mutex> lock(park_mu_); }
     park_cv_.notify_all();
@@ -186,6 +191,7 @@ bool ThreadPool::is_benched(int ith, int64_t now, bool self) {
 void ThreadPool::bench(int ith, int64_t now) {
     Member& m = members_[static_cast<size_t>(ith)];
     if (m.benched.load()) return;
+    if (getenv("TESSEL_DEBUG_POOL")) fprintf(stderr, "bench %d at %lld probation %lld\n", ith, (long long)now, (long long)m.probation.load());
     int64_t probation = m.probation.load();
     probation = now - m.active_since.load() > 4 * probation ? kProbationStart : std::min(2 * probation, kProbationMax);
     m.probation.store(probation);
@@ -194,19 +200,19 @@ void ThreadPool::bench(int ith, int64_t now) {
     benchings_.fetch_add(1, std::memory_order_relaxed);
 }
 
-// Waits until pred() holds: spins (when this run is not oversubscribed and an idle worker is not
-// paused), then blocks. With late_after > 0, on_late(now) is called once after late_after ns. With
-// in_run (a worker inside a run), the worker is cancellable while blocked: returns false when the
-// caller stopped waiting for it, true otherwise.
+// Waits until pred() holds: spins (when `spin`, this run is not oversubscribed and an idle worker
+// is not paused), then blocks. With late_after > 0, on_late(now) is called once after late_after
+// ns. With in_run (a worker inside a run), the worker is cancellable while blocked: returns false
+// when the caller stopped waiting for it, true otherwise.
 template <class Pred, class Late>
-bool ThreadPool::wait_until(int ith, Pred&& pred, bool idle, bool in_run, int64_t late_after, Late&& on_late) {
+bool ThreadPool::wait_until(int ith, Pred&& pred, bool idle, bool spin, bool in_run, int64_t late_after, Late&& on_late) {
     if (pred()) return true;
     const int64_t start = now_ns();
     int64_t late_at = late_after > 0 ? start + late_after : INT64_MAX;
     auto parking_now = [&] { return idle && paused_.load(std::memory_order_relaxed); };
     Member& me = members_[static_cast<size_t>(ith)];
     for (;;) {
-        if (spin_.load(std::memory_order_relaxed) && !parking_now()) {
+        if (spin && spin_.load(std::memory_order_relaxed) && !parking_now()) {
             const int64_t spin_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(policy_.spin).count();
             const int64_t spin_start = now_ns();
             int backoff = 1;
@@ -227,7 +233,6 @@ bool ThreadPool::wait_until(int ith, Pred&& pred, bool idle, bool in_run, int64_
                 me.state.store((entered & ~uint64_t{3}) | kBlocked);
             }
             blocked_.fetch_add(1);
-            std::atomic_thread_fence(std::memory_order_seq_cst);
             for (;;) {
                 if (pred()) break;
                 if (idle && wake_seq_.load() != seq) {
@@ -256,16 +261,17 @@ bool ThreadPool::wait_until(int ith, Pred&& pred, bool idle, bool in_run, int64_
 void ThreadPool::wait_phase(ThreadContext& c) {
     const uint32_t seq = c.seq_;
     auto done = [&] {
-        return after(seq_of(phase_.load(std::memory_order_acquire)), seq) || aborted_.load(std::memory_order_relaxed);
+        return after(seq_of(phase_.load()), seq) || aborted_.load();  // seq_cst: see wake_blocked()
     };
     if (done()) return;
     const int64_t now = now_ns();
     const bool benched_now = is_benched(c.ith, now, true);
     if (benched_now && c.ith != 0) return;  // a benched worker claims nothing: it need not keep up
-    // Lateness: waiting more than twice as long as this thread worked in the phase (or the minimum).
-    const int64_t late_after = benched_now ? 0 : std::max(kLateMinimum, c.opened_ ? 2 * (now - c.phase_start_) : 0);
+    // Lateness: waiting for more than twice as long as the phase had run when the wait began (all of
+    // its chunks were claimed by then, so a chunk still held then has run at most that long).
+    const int64_t late_after = benched_now ? 0 : std::max(kLateMinimum, 2 * (now - phase_open_.load(std::memory_order_relaxed)));
     const bool in_run = c.ith != 0;
-    if (!wait_until(c.ith, done, false, in_run, late_after, [&](int64_t t) {
+    if (!wait_until(c.ith, done, false, true, in_run, late_after, [&](int64_t t) {
             for (int i = 0; i < n_threads_; ++i)
                 if (i != c.ith && members_[static_cast<size_t>(i)].holding.load() == seq + 1) bench(i, t);
         }))
@@ -283,7 +289,7 @@ void ThreadPool::wait_workers(uint64_t epoch) {
         }
     }
     const bool may_bench = !is_benched(0, now_ns(), true);
-    wait_until(0, [&] { return pending_.load(std::memory_order_acquire) == 0; }, false, false,
+    wait_until(0, [&] { return pending_.load() == 0; }, false, true, false,
                may_bench ? kLateMinimum : 0, [&](int64_t t) {
                    for (int i = 1; i < n_threads_; ++i)
                        if (members_[static_cast<size_t>(i)].state.load() == ((epoch << 2) | kEntered)) bench(i, t);
@@ -293,12 +299,14 @@ void ThreadPool::wait_workers(uint64_t epoch) {
 void ThreadPool::worker_main(int ith) {
     Member& me = members_[static_cast<size_t>(ith)];
     uint64_t seen = 0;
+    bool active = true;  // took part in the last run: spin for the next one (a benched worker does not)
     for (;;) {
-        wait_until(ith, [&] { return epoch_.load() != seen || stop_.load(); }, true, false, 0, [](int64_t) {});
+        wait_until(ith, [&] { return epoch_.load() != seen || stop_.load(); }, true, active, false, 0, [](int64_t) {});
         if (stop_.load()) return;  // the destructor never runs during a run
         seen = epoch_.load();
         uint64_t invited = (seen << 2) | kInvited;
-        if (!me.state.compare_exchange_strong(invited, (seen << 2) | kEntered)) continue;  // not invited
+        active = me.state.compare_exchange_strong(invited, (seen << 2) | kEntered);
+        if (!active) continue;  // not invited
         if (!execute(ith)) continue;  // cancelled: the caller no longer counts this worker
         me.state.store(kNone);
         if (pending_.fetch_sub(1) == 1) wake_blocked();  // the caller may be blocked
@@ -357,6 +365,7 @@ void ThreadPool::run(Kernel kernel, void* arg) {
     // A fresh phase number: an aborted run may have left its phase half claimed.
     start_seq_ = seq_of(phase_.load()) + 1;
     done_.store(0, std::memory_order_relaxed);
+    phase_open_.store(now_ns(), std::memory_order_relaxed);
     phase_.store(phase_word(start_seq_, 0));
     const int64_t now = now_ns();
     const uint64_t epoch = epoch_.load() + 1;

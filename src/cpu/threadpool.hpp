@@ -16,8 +16,8 @@
 //
 // A thread descheduled while it *holds* a chunk still holds its phase for a scheduler slice. The pool
 // shrinks the team instead of waiting for that again: a thread that has waited for a phase (or for
-// the workers at the end of a run) longer than a lateness threshold -- max(kLateMinimum, twice the
-// time it worked in that phase) -- benches the threads that still hold its chunks (or are still
+// the workers at the end of a run) longer than a lateness threshold -- max(kLateMinimum, twice as
+// long as the phase had run when the wait began) -- benches the threads that still hold its chunks (or are still
 // running). A benched thread claims nothing and is not invited to runs until its probation ends;
 // the probation runs from when the thread is back, starts at kProbationStart, doubles for each new
 // late event up to kProbationMax, and drops back to the start for a thread that was not late for
@@ -132,7 +132,6 @@ private:
     uint32_t seq_ = 0;            // number of the phase this thread's code is in
     uint32_t n_chunks_ = 0;       // chunks of that phase (0 until its chunk loop starts)
     bool opened_ = false;         // the phase's chunk loop has started
-    int64_t phase_start_ = 0;     // steady-clock ns when this thread reached the phase's chunk loop
 };
 
 class ThreadPool {
@@ -247,7 +246,7 @@ private:
     void wait_phase(ThreadContext& ctx);
     void wait_workers(uint64_t epoch);
     template <class Pred, class Late>
-    bool wait_until(int ith, Pred&& pred, bool idle, bool in_run, int64_t late_after, Late&& on_late);
+    bool wait_until(int ith, Pred&& pred, bool idle, bool spin, bool in_run, int64_t late_after, Late&& on_late);
 
     const int n_threads_;
     const WaitPolicy policy_;
@@ -257,6 +256,7 @@ private:
     // Hot shared state, each on its own cache line.
     alignas(64) std::atomic<uint64_t> phase_{0};   // (phase number << 32) | next chunk to claim
     alignas(64) std::atomic<uint32_t> done_{0};    // chunks of the current phase completed
+    std::atomic<int64_t> phase_open_{0};           // steady-clock ns when the current phase began
     alignas(64) std::atomic<uint64_t> epoch_{0};   // bumped once per run
     alignas(64) std::atomic<int> pending_{0};      // invited workers still inside the current run
     alignas(64) std::atomic<bool> aborted_{false};  // a kernel threw in this run
