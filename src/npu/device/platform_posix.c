@@ -30,16 +30,25 @@
  * ops whose parts are idempotent and a way to drop the late thread's writes; shrinking the team
  * needs nothing from the ops, so the pool does that: when the caller has waited for the last parts
  * longer than max(BENCH_MIN_NS, 4x its own longest part of the call), it benches the workers that
- * hold (or are claiming) them. A benched worker claims nothing and sleeps until its probation ends;
- * probation starts at PROBATION_MIN_NS, doubles with each late event up to PROBATION_MAX_NS, and
- * drops back to the start once the worker has taken part for a whole probation period without
- * being late. The caller is never benched, so one thread always works, and P stays n_threads.
- * Waiting threads (workers for the next call, the caller for the last parts) spin with the CPU's
- * pause hint for up to POOL_SPIN_NS, then sleep on a condition variable: the ops of a batch follow
- * each other within microseconds and a futex wake-up costs tens of them (a decode step of the
- * default model makes ~250 parallel calls: 5.7-7.4 ms per step without spinning, 3.5-5.1 ms with,
- * quiet machine); between batches, and on a core shared with another process, they sleep. */
+ * hold (or are claiming) them. A benched worker finishes its part, then claims nothing and sleeps
+ * for its probation: PROBATION_MIN_NS, doubled with each late event up to PROBATION_MAX_NS, back
+ * to the start once the worker has taken part for a whole probation period without being late.
+ * The caller is never benched, so one thread always works, and P stays n_threads.
+ * Waiting gives the core back. A worker spins (with the CPU's pause hint) for up to POOL_SPIN_NS
+ * for the next call, then sleeps on a condition variable: the ops of a batch follow each other
+ * within microseconds and a futex wake-up costs tens of them (a decode step of the default model
+ * makes ~250 parallel calls: 5.7-7.4 ms per step without spinning, 3.5-5.1 ms with, quiet
+ * machine). But a worker that shares its core (it was off the core for over PREEMPTED_NS while
+ * spinning: SHARED_NS of no spinning follow) or was late within its probation sleeps at once:
+ * spinning there only takes time from the other threads on that core, and ages the worker in the
+ * scheduler's eyes, so it is preempted sooner inside its next part (measured on a loaded 2-core
+ * host: decode with 2 device threads 0.8x of 1 thread with the spin, ~1.0x without it). The
+ * caller waits for the tail of parts that started with its own, so it spins only CALLER_SPIN_NS
+ * before it sleeps. */
 #define POOL_SPIN_NS 100000u
+#define CALLER_SPIN_NS 20000u
+#define PREEMPTED_NS 30000u  /* a gap between clock reads of a spin (~1 us apart) no interrupt makes */
+#define SHARED_NS 1000000000u
 #define BENCH_MIN_NS 250000u
 #define PROBATION_MIN_NS 2000000u
 #define PROBATION_MAX_NS 1000000000u
@@ -210,10 +219,11 @@ static void cpu_relax(void) {
 
 static uint64_t claim_generation(uint64_t word) { return word >> CLAIM_PART_BITS; }
 
-/* A worker's wait for a call after `seen`: spins with the pause hint for up to POOL_SPIN_NS (or
- * until the pool stops). Returns the last claim word read. */
-static uint64_t spin_for_call(posix_pool* pool, uint64_t seen) {
-    uint64_t start = 0;
+/* A worker's wait for a call after `seen`: spins with the pause hint for up to spin_ns (or until
+ * the pool stops). Returns the last claim word read; *preempted is set when the spin stopped
+ * because the thread was off its core between two clock reads (over PREEMPTED_NS apart). */
+static uint64_t spin_for_call(posix_pool* pool, uint64_t seen, uint64_t spin_ns, int* preempted) {
+    uint64_t start = 0, last = 0;
     for (uint32_t i = 1;; ++i) {
         const uint64_t w = atomic_load_explicit(&pool->claim, memory_order_relaxed);
         if (claim_generation(w) != seen || atomic_load_explicit(&pool->stop, memory_order_relaxed)) return w;
@@ -221,7 +231,9 @@ static uint64_t spin_for_call(posix_pool* pool, uint64_t seen) {
         if (i % 64u == 0) {
             const uint64_t now = posix_now_ns(NULL);
             if (start == 0) start = now;
-            else if (now - start > POOL_SPIN_NS) return w;
+            else if (now - last > PREEMPTED_NS) *preempted = 1;
+            if (*preempted || now - start > spin_ns) return w;
+            last = now;
         }
     }
 }
@@ -271,8 +283,20 @@ static void* posix_worker(void* arg) {
     posix_slot* slot = &pool->slots[index];
     uint64_t seen = 0;
     uint64_t probation_ns = PROBATION_MIN_NS, rejoin_ns = 0; /* the next probation; when the last ended */
+    uint64_t shared_until = 0; /* no spinning before: the core was seen shared */
     for (;;) {
-        const uint64_t w = spin_for_call(pool, seen);
+        /* a worker late within its last probation period sleeps at once: spinning would only age
+         * it in the scheduler's eyes on a core it shares */
+        uint64_t spin_ns = POOL_SPIN_NS;
+        if (probation_ns != PROBATION_MIN_NS || shared_until) {
+            const uint64_t now = posix_now_ns(NULL);
+            if (now - rejoin_ns >= probation_ns) probation_ns = PROBATION_MIN_NS; /* a clean period */
+            if (now >= shared_until) shared_until = 0;
+            if (probation_ns != PROBATION_MIN_NS || shared_until) spin_ns = 0;
+        }
+        int preempted = 0;
+        const uint64_t w = spin_for_call(pool, seen, spin_ns, &preempted);
+        if (preempted) shared_until = posix_now_ns(NULL) + SHARED_NS;
         if (claim_generation(w) == seen && !atomic_load(&pool->stop)) {
             pthread_mutex_lock(&pool->lock);
             atomic_fetch_add(&pool->sleepers, 1u); /* seq_cst: the caller's claim store, then its sleepers load */
@@ -286,8 +310,8 @@ static void* posix_worker(void* arg) {
         seen = generation;
         for (;;) {
             call_hook(pool, index, TSL_NPU_POSIX_HOOK_CLAIM);
-            const uint64_t late = atomic_exchange_explicit(&slot->late, 0u, memory_order_relaxed);
-            if (late) {
+            uint64_t late = atomic_load_explicit(&slot->late, memory_order_relaxed);
+            if (late && (late = atomic_exchange_explicit(&slot->late, 0u, memory_order_relaxed)) != 0) {
                 if (late - rejoin_ns >= probation_ns) probation_ns = PROBATION_MIN_NS; /* a clean period */
                 sit_out(pool, posix_now_ns(NULL) + probation_ns);
                 rejoin_ns = posix_now_ns(NULL);
@@ -330,7 +354,7 @@ static void wait_parts(posix_pool* pool, uint64_t generation, uint64_t longest_n
     for (uint32_t i = 1;; ++i) {
         if (atomic_load_explicit(&pool->remaining, memory_order_acquire) == 0) return;
         cpu_relax();
-        if (i % 64u == 0 && posix_now_ns(NULL) - start > (POOL_SPIN_NS < limit ? POOL_SPIN_NS : limit)) break;
+        if (i % 64u == 0 && posix_now_ns(NULL) - start > (CALLER_SPIN_NS < limit ? CALLER_SPIN_NS : limit)) break;
     }
     const uint64_t deadline = start + limit;
     const struct timespec ts = {(time_t)(deadline / 1000000000u), (long)(deadline % 1000000000u)};
