@@ -41,13 +41,14 @@
  * machine). But a worker that shares its core (it was off the core for over PREEMPTED_NS while
  * spinning: SHARED_NS of no spinning follow) or was late within its probation sleeps at once:
  * spinning there only takes time from the other threads on that core, and ages the worker in the
- * scheduler's eyes, so it is preempted sooner inside its next part (measured on a loaded 2-core
- * host: decode with 2 device threads 0.8x of 1 thread with the spin, ~1.0x without it). The
+ * scheduler's eyes, so it is preempted sooner inside its next part (measured on a 2-core host
+ * loaded by other processes: decode with 2 device threads at 0.65-0.8x of 1 thread when workers
+ * always spin, 0.87-1.06x when they never do; docs/npu.md has the table of this design). The
  * caller waits for the tail of parts that started with its own, so it spins only CALLER_SPIN_NS
  * before it sleeps. */
 #define POOL_SPIN_NS 100000u
 #define CALLER_SPIN_NS 20000u
-#define PREEMPTED_NS 30000u  /* a gap between clock reads of a spin (~1 us apart) no interrupt makes */
+#define PREEMPTED_NS 30000u /* a gap between a spin's clock reads (a few us apart) that no interrupt makes */
 #define SHARED_NS 1000000000u
 #define BENCH_MIN_NS 250000u
 #define PROBATION_MIN_NS 2000000u
