@@ -52,7 +52,7 @@ void run_part(void* arg, uint32_t part, uint32_t n) {
 
 // What the hook does: which worker to hold, on which event, and (for HOLD) the first call's rule.
 struct Holder {
-    uint32_t event;
+    uint32_t event = ~0u;           // ~0: holds nobody
     std::atomic<bool> held{false};  // worker 1 has held a part
     bool first_call = true;         // the caller waits in its first claim until worker 1 holds a part
 };
@@ -74,16 +74,17 @@ void hold(void* user, uint32_t worker, uint32_t event) {
     std::this_thread::sleep_for(kHeld);
 }
 
-// Runs kCalls dependent calls on a 2-thread pool with the hook holding worker 1 on `event`;
-// checks every value and that each part ran once per call. Returns the seconds the calls took
-// (the expected values are computed before).
-double run_calls(tsl_npu_platform* p, Holder* h) {
+// Runs kCalls dependent calls on a 2-thread pool with `hook` (hold on a Holder) in place; checks
+// every value and that each part ran once per call. Returns the seconds the calls took (the
+// expected values are computed before). A late worker may still be in the hook afterwards: hook
+// and its Holder live until the platform is destroyed.
+double run_calls(tsl_npu_platform* p, const tsl_npu_posix_hook* hook) {
     std::vector<uint32_t> a(kElements), b(kElements);
     std::vector<std::vector<uint32_t>> expect(kCalls + 1, std::vector<uint32_t>(kElements));
     for (size_t i = 0; i < kElements; ++i) a[i] = expect[0][i] = static_cast<uint32_t>(i * 7919u + 1u);
     for (int k = 0; k < kCalls; ++k)
         for (size_t i = 0; i < kElements; ++i) expect[k + 1][i] = step(expect[k], i, static_cast<uint32_t>(k));
-    tsl_npu_posix_platform_set_test_hook(p, hold, h);
+    tsl_npu_posix_platform_set_test_hook(p, hook);
     const auto t0 = std::chrono::steady_clock::now();
     for (int k = 0; k < kCalls; ++k) {
         Call c{&a, &b, static_cast<uint32_t>(k), {}, {}};
@@ -97,7 +98,7 @@ double run_calls(tsl_npu_platform* p, Holder* h) {
         a.swap(b);
     }
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    tsl_npu_posix_platform_set_test_hook(p, nullptr, nullptr);
+    tsl_npu_posix_platform_set_test_hook(p, nullptr);
     return s;
 }
 
@@ -106,18 +107,20 @@ protected:
     void SetUp() override { ASSERT_EQ(tsl_npu_posix_platform_create(kThreads, 0, &platform_), TSL_NPU_OK); }
     void TearDown() override { tsl_npu_posix_platform_destroy(&platform_); }
     tsl_npu_platform platform_{};
+    Holder holder_;
+    const tsl_npu_posix_hook hook_{hold, &holder_};
 };
 
 TEST_F(NpuPool, WorkerLateBeforeEveryClaimHoldsNobodyUp) {
-    Holder h{TSL_NPU_POSIX_HOOK_CLAIM};
-    const double s = run_calls(&platform_, &h);
+    holder_.event = TSL_NPU_POSIX_HOOK_CLAIM;
+    const double s = run_calls(&platform_, &hook_);
     EXPECT_LT(s, 1.0) << "the calls waited for the held worker";
 }
 
 TEST_F(NpuPool, WorkerHeldWithAPartIsBenched) {
-    Holder h{TSL_NPU_POSIX_HOOK_HOLD};
-    const double s = run_calls(&platform_, &h);
-    EXPECT_TRUE(h.held.load());
+    holder_.event = TSL_NPU_POSIX_HOOK_HOLD;
+    const double s = run_calls(&platform_, &hook_);
+    EXPECT_TRUE(holder_.held.load());
     EXPECT_GE(tsl_npu_posix_platform_benched(&platform_), 1u);
     // benched, worker 1 sits out (probation 2 ms, doubling while it keeps holding parts 20 ms):
     // each hold costs a call 20 ms, and there are a handful, not 200
@@ -125,9 +128,8 @@ TEST_F(NpuPool, WorkerHeldWithAPartIsBenched) {
 }
 
 TEST_F(NpuPool, UnheldPoolRunsEveryPartOnce) {
-    Holder h{~0u};  // holds nobody
-    run_calls(&platform_, &h);
-    EXPECT_FALSE(h.held.load());
+    run_calls(&platform_, &hook_);  // holds nobody
+    EXPECT_FALSE(holder_.held.load());
 }
 
 }  // namespace

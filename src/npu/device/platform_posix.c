@@ -72,8 +72,7 @@ typedef struct posix_pool {
     _Atomic uint32_t sleepers;  /* workers asleep on wake (the caller skips the wake-up when 0) */
     _Atomic uint32_t caller_asleep;
     _Atomic int stop;
-    _Atomic(tsl_npu_posix_hook_fn) hook;
-    void* hook_user;
+    _Atomic(const tsl_npu_posix_hook*) hook;
     _Atomic uint64_t benched; /* bench events so far */
     uint64_t generation;      /* the caller's: the current call */
     tsl_npu_task_fn fn;       /* fn and arg: written before the generation's release */
@@ -263,8 +262,8 @@ static void complete_part(posix_pool* pool) {
 }
 
 static void call_hook(posix_pool* pool, uint32_t index, uint32_t event) {
-    const tsl_npu_posix_hook_fn hook = atomic_load_explicit(&pool->hook, memory_order_acquire);
-    if (hook) hook(pool->hook_user, index, event);
+    const tsl_npu_posix_hook* hook = atomic_load_explicit(&pool->hook, memory_order_acquire);
+    if (hook) hook->fn(hook->user, index, event);
 }
 
 /* A benched worker's probation: it sleeps until `until` (or the pool stops), giving its core back. */
@@ -407,10 +406,8 @@ static void posix_parallel(void* ctx, tsl_npu_task_fn fn, void* arg) {
     wait_parts(pool, generation, longest);
 }
 
-void tsl_npu_posix_platform_set_test_hook(tsl_npu_platform* p, tsl_npu_posix_hook_fn hook, void* user) {
-    posix_pool* pool = (posix_pool*)p->ctx;
-    pool->hook_user = user;
-    atomic_store_explicit(&pool->hook, hook, memory_order_release);
+void tsl_npu_posix_platform_set_test_hook(tsl_npu_platform* p, const tsl_npu_posix_hook* hook) {
+    atomic_store_explicit(&((posix_pool*)p->ctx)->hook, hook, memory_order_release);
 }
 
 uint64_t tsl_npu_posix_platform_benched(const tsl_npu_platform* p) {

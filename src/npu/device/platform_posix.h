@@ -27,10 +27,15 @@ void tsl_npu_posix_platform_destroy(tsl_npu_platform* p);
 /* Tests only. A hook every pool thread calls with its index (0: the calling thread, which never
  * sees HOLD) and an event: CLAIM before each attempt to claim a part of a call, HOLD right after a
  * worker's claim, while it holds the part, before fn runs. A test holds a thread back in it, as a
- * descheduled one would be. Set it when no parallel call is running; NULL removes it. */
+ * descheduled one would be. A worker may call the hook after a parallel call has returned (it
+ * comes late), so *hook and what user points to must stay valid until the platform is destroyed
+ * even after the hook is replaced; NULL removes it. */
 enum tsl_npu_posix_hook_event { TSL_NPU_POSIX_HOOK_CLAIM = 0, TSL_NPU_POSIX_HOOK_HOLD = 1 };
-typedef void (*tsl_npu_posix_hook_fn)(void* user, uint32_t worker, uint32_t event);
-void tsl_npu_posix_platform_set_test_hook(tsl_npu_platform* p, tsl_npu_posix_hook_fn hook, void* user);
+typedef struct tsl_npu_posix_hook {
+    void (*fn)(void* user, uint32_t worker, uint32_t event);
+    void* user;
+} tsl_npu_posix_hook;
+void tsl_npu_posix_platform_set_test_hook(tsl_npu_platform* p, const tsl_npu_posix_hook* hook);
 
 /* Times a worker was benched so far (the calling thread waited past its bench threshold for a
  * part the worker held). */
