@@ -19,7 +19,7 @@
 #      one after the other on one core, while the unit, GGUF, test-ops, model, CLI, NPU and C API tests run
 #      there; a crashing input is kept in build-san/artifacts/
 #   4. ThreadSanitizer tree (build-tsan/): only test_tsan (thread pool, the CPU backend's graph walk,
-#      NPU in-process link), which links only the layers it tests (no model, tokenizer, runtime or
+#      NPU device pool, NPU in-process link), which links only the layers it tests (no model, tokenizer, runtime or
 #      tools are compiled there)
 #   5. aarch64 cross build (build-arm64/) and its unit, GGUF, model and test-ops --ci tests under
 #      QEMU (qemu-aarch64-static -cpu max); the NPU's full test-ops entries run in the release run only
@@ -135,7 +135,7 @@ fi
 phase "thread sanitizer: thread pool, graph walk, NPU in-process link"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSEL_TSAN=ON -DTESSEL_BUILD_BENCH=OFF
 cmake --build build-tsan --target test_tsan
-TSAN_OPTIONS=halt_on_error=1 run_gtest build-tsan/tests/test_tsan 'ThreadPool*:*GraphWalk*:*InProcess*'
+TSAN_OPTIONS=halt_on_error=1 run_gtest build-tsan/tests/test_tsan 'ThreadPool*:*GraphWalk*:NpuPool*:*InProcess*'
 
 phase "aarch64 cross build + tests under QEMU"
 cmake -S . -B build-arm64 -G Ninja -DCMAKE_BUILD_TYPE=Release \

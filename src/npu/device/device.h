@@ -35,8 +35,9 @@ typedef struct tsl_npu_platform {
     uint64_t (*now_ns)(void* ctx);
     /* Cycle counter (0 when the platform has none). */
     uint64_t (*cycles)(void* ctx);
-    /* Runs fn(arg, i, n_threads) on each of n_threads workers (i = 0 on the calling thread) and
-     * returns when all have returned. */
+    /* Runs fn(arg, i, n_threads) once for each part i in [0, n_threads) and returns when all
+     * have returned. A part runs on one thread, any of the workers or the caller (a thread may run
+     * several, one after another), so state indexed by i is never shared by two threads at once. */
     void (*parallel)(void* ctx, tsl_npu_task_fn fn, void* arg);
     /* Gives up the processor for about a millisecond (used while a hung test device waits). */
     void (*idle)(void* ctx);
