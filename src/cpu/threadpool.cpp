@@ -2,8 +2,6 @@
 #include "cpu/topology.hpp"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 
 #include "cpu/topology.hpp"
 #include "tessel/errors.hpp"
@@ -16,8 +14,18 @@ namespace tessel::cpu {
 
 namespace {
 
-// Upper bound of the exponential spin backoff, in pause hints between two checks.
+// Upper bound of the exponential spin backoff, in pause hints between two checks (a few us).
 constexpr int kMaxSpinBackoff = 64;
+// A gap this long (ns) between two checks of a spinning thread means it was descheduled: its core
+// is shared (with another program, or with a thread of ours, which its spinning would slow down),
+// so it benches itself (unless it is the last one working) and blocks at once in its waits for the
+// next kNoSpinAfterPreemption ns.
+constexpr int64_t kPreemptedGap = 200'000;
+constexpr int64_t kNoSpinAfterPreemption = 100'000'000;
+// A thread on time for this long (ns; and for four probations) starts again at kProbationStart.
+constexpr int64_t kOnTimeReset = 1'000'000'000;
+// Longest spin of a phase wait (ns), see wait_phase().
+constexpr int64_t kMaxPhaseSpin = 2'000'000;
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -92,7 +100,7 @@ void ThreadContext::complete() {
         p.done_.store(0, std::memory_order_relaxed);
         p.phase_open_.store(now_ns(), std::memory_order_relaxed);
         p.phase_.store(phase_word(seq_ + 1, 0), std::memory_order_seq_cst);
-        p.wake_blocked();
+        p.wake(p.run_);
     }
 }
 
@@ -106,7 +114,7 @@ void ThreadContext::barrier() {
         uint64_t w = phase_word(seq_, 0);
         if (p.phase_.compare_exchange_strong(w, phase_word(seq_ + 1, 0), std::memory_order_seq_cst)) {
             p.phase_open_.store(now_ns(), std::memory_order_relaxed);
-            p.wake_blocked();
+            p.wake(p.run_);
         }
     }
     p.wait_phase(*this);
@@ -119,7 +127,8 @@ void ThreadContext::barrier() {
 // ---- ThreadPool ---------------------------------------------------------------------------
 
 ThreadPool::ThreadPool(int n_threads, WaitPolicy policy)
-    : n_threads_(n_threads), policy_(policy), cpus_(available_cpus()) {
+    : n_threads_(n_threads), spin_ns_(std::chrono::duration_cast<std::chrono::nanoseconds>(policy.spin).count()),
+      cpus_(available_cpus()) {
     if (n_threads < 1) {
         throw Error(ErrorCode::InvalidArgument,
                     "thread pool: thread count must be >= 1 (got " + std::to_string(n_threads) + ")");
@@ -131,16 +140,16 @@ ThreadPool::ThreadPool(int n_threads, WaitPolicy policy)
         for (int i = 1; i < n_threads; ++i) workers_.emplace_back([this, i] { worker_main(i); });
     } catch (...) {
         stop_.store(true);
-        wake_blocked();
+        wake(idle_);
         for (auto& t : workers_) t.join();
         throw;
     }
 }
 
 ThreadPool::~ThreadPool() {
-    if (getenv("TESSEL_DEBUG_POOL")) fprintf(stderr, "pool %d threads: %lld benchings\n", n_threads_, (long long)benchings_.load());
     stop_.store(true);
-    wake_blocked();
+    wake(idle_);
+    wake(run_);  // workers the last run let go while they were blocked in it
     for (auto& t : workers_) t.join();
 }
 
@@ -149,7 +158,7 @@ void ThreadPool::pause() { paused_.store(true); }
 void ThreadPool::resume() {
     paused_.store(false);
     wake_seq_.fetch_add(1);
-    wake_blocked();
+    wake(idle_);
 }
 
 bool ThreadPool::benched(int ith) const {
@@ -164,14 +173,14 @@ void ThreadPool::set_test_hook(Hook hook, void* arg) noexcept {
     hook_.store(hook);
 }
 
-// Wakes every blocked thread if there is one. Callers change the state a waiter checks first with
-// a sequentially consistent store, and a waiter registers in blocked_ before its final check, whose
-// loads are sequentially consistent too: so either the waiter sees the new state before it sleeps or
-// this sees the waiter (and the mutex orders the notify after the waiter's final check).
-void ThreadPool::wake_blocked() {
-    if (blocked_.load() == 0) return;
-    { std::lock_guard<std::mutex> lock(park_mu_); }
-    park_cv_.notify_all();
+// Wakes every thread blocked on channel c, if there is one. Callers change the state a waiter
+// checks first with a sequentially consistent store, and a waiter registers in c.blocked before its
+// final check, whose loads are sequentially consistent too: so either the waiter sees the new state
+// before it sleeps or this sees the waiter (and the mutex orders the notify after its final check).
+void ThreadPool::wake(Channel& c) {
+    if (c.blocked.load() == 0) return;
+    { std::lock_guard<std::mutex> lock(c.mu); }
+    c.cv.notify_all();
 }
 
 bool ThreadPool::is_benched(int ith, int64_t now, bool self) {
@@ -183,40 +192,68 @@ bool ThreadPool::is_benched(int ith, int64_t now, bool self) {
         return true;
     }
     if (now < until) return true;
-    m.active_since.store(now, std::memory_order_relaxed);
-    m.benched.store(false, std::memory_order_relaxed);  // probation over
+    std::lock_guard<std::mutex> lock(bench_mu_);
+    if (m.benched.load()) {  // probation over
+        m.active_since.store(now, std::memory_order_relaxed);
+        m.benched.store(false);
+        if (m.in_run) {
+            m.counted = true;
+            ++active_;
+        }
+    }
     return false;
+}
+
+void ThreadPool::leave_run(int ith) {
+    std::lock_guard<std::mutex> lock(bench_mu_);
+    Member& m = members_[static_cast<size_t>(ith)];
+    if (!m.in_run) return;
+    m.in_run = false;
+    if (m.counted) {
+        m.counted = false;
+        --active_;
+    }
 }
 
 void ThreadPool::bench(int ith, int64_t now) {
     Member& m = members_[static_cast<size_t>(ith)];
-    if (m.benched.load()) return;
-    if (getenv("TESSEL_DEBUG_POOL")) fprintf(stderr, "bench %d at %lld probation %lld\n", ith, (long long)now, (long long)m.probation.load());
+    std::lock_guard<std::mutex> lock(bench_mu_);
+    if (m.benched.load() || (m.counted && active_ <= 1)) return;  // someone in the run must keep working
     int64_t probation = m.probation.load();
-    probation = now - m.active_since.load() > 4 * probation ? kProbationStart : std::min(2 * probation, kProbationMax);
+    const bool on_time = now - m.active_since.load() > std::max(4 * probation, kOnTimeReset);
+    probation = on_time ? kProbationStart : std::min(2 * probation, kProbationMax);
     m.probation.store(probation);
     m.benched_until.store(0);
     m.benched.store(true);
+    if (m.counted) {
+        m.counted = false;
+        --active_;
+    }
     benchings_.fetch_add(1, std::memory_order_relaxed);
 }
 
-// Waits until pred() holds: spins (when `spin`, this run is not oversubscribed and an idle worker
-// is not paused), then blocks. With late_after > 0, on_late(now) is called once after late_after
+// Waits until pred() holds: spins for up to spin_ns (unless this run is oversubscribed, an idle
+// worker is paused or this thread's core is shared), then blocks. With late_after > 0, on_late(now) is called once after late_after
 // ns. With in_run (a worker inside a run), the worker is cancellable while blocked: returns false
 // when the caller stopped waiting for it, true otherwise.
 template <class Pred, class Late>
-bool ThreadPool::wait_until(int ith, Pred&& pred, bool idle, bool spin, bool in_run, int64_t late_after, Late&& on_late) {
+bool ThreadPool::wait_until(int ith, Pred&& pred, bool idle, int64_t spin_ns, bool in_run, int64_t late_after, Late&& on_late) {
     if (pred()) return true;
     const int64_t start = now_ns();
     int64_t late_at = late_after > 0 ? start + late_after : INT64_MAX;
     auto parking_now = [&] { return idle && paused_.load(std::memory_order_relaxed); };
     Member& me = members_[static_cast<size_t>(ith)];
     for (;;) {
-        if (spin && spin_.load(std::memory_order_relaxed) && !parking_now()) {
-            const int64_t spin_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(policy_.spin).count();
-            const int64_t spin_start = now_ns();
+        const int64_t spin_start = now_ns();
+        if (spin_ns > 0 && spin_.load(std::memory_order_relaxed) && !parking_now() &&
+            spin_start >= me.no_spin_until.load(std::memory_order_relaxed)) {
             int backoff = 1;
-            while (now_ns() - spin_start < spin_ns) {
+            for (int64_t last = spin_start, now = spin_start; now - spin_start < spin_ns; last = now, now = now_ns()) {
+                if (now - last > kPreemptedGap) {  // descheduled while spinning: this core is shared
+                    me.no_spin_until.store(now + kNoSpinAfterPreemption, std::memory_order_relaxed);
+                    bench(ith, now);
+                    break;
+                }
                 for (int i = 0; i < backoff; ++i) cpu_relax();
                 if (pred()) return true;
                 if (parking_now()) break;
@@ -226,15 +263,18 @@ bool ThreadPool::wait_until(int ith, Pred&& pred, bool idle, bool spin, bool in_
         const uint64_t seq = wake_seq_.load();
         bool resumed = false;
         {
-            std::unique_lock<std::mutex> lock(park_mu_);
+            Channel& ch = idle ? idle_ : run_;
+            std::unique_lock<std::mutex> lock(ch.mu);
             uint64_t entered = 0;
+            const uint64_t blocked_state = (me.state.load() & ~uint64_t{3}) | kBlocked;
             if (in_run) {
                 entered = me.state.load();
-                me.state.store((entered & ~uint64_t{3}) | kBlocked);
+                me.state.store(blocked_state);
             }
-            blocked_.fetch_add(1);
+            ch.blocked.fetch_add(1);
             for (;;) {
                 if (pred()) break;
+                if (in_run && me.state.load() != blocked_state) break;  // cancelled
                 if (idle && wake_seq_.load() != seq) {
                     resumed = true;
                     break;
@@ -245,12 +285,12 @@ bool ThreadPool::wait_until(int ith, Pred&& pred, bool idle, bool spin, bool in_
                     late_at = INT64_MAX;
                     continue;
                 }
-                if (late_at == INT64_MAX) park_cv_.wait(lock);
-                else park_cv_.wait_for(lock, std::chrono::nanoseconds(late_at - now));
+                if (late_at == INT64_MAX) ch.cv.wait(lock);
+                else ch.cv.wait_for(lock, std::chrono::nanoseconds(late_at - now));
             }
-            blocked_.fetch_sub(1);
+            ch.blocked.fetch_sub(1);
             if (in_run) {
-                uint64_t blocked = (entered & ~uint64_t{3}) | kBlocked;
+                uint64_t blocked = blocked_state;
                 if (!me.state.compare_exchange_strong(blocked, entered)) return false;  // cancelled
             }
         }
@@ -261,17 +301,20 @@ bool ThreadPool::wait_until(int ith, Pred&& pred, bool idle, bool spin, bool in_
 void ThreadPool::wait_phase(ThreadContext& c) {
     const uint32_t seq = c.seq_;
     auto done = [&] {
-        return after(seq_of(phase_.load()), seq) || aborted_.load();  // seq_cst: see wake_blocked()
+        return after(seq_of(phase_.load()), seq) || aborted_.load();  // seq_cst: see wake()
     };
     if (done()) return;
     const int64_t now = now_ns();
-    const bool benched_now = is_benched(c.ith, now, true);
-    if (benched_now && c.ith != 0) return;  // a benched worker claims nothing: it need not keep up
+    if (is_benched(c.ith, now, true)) return;  // a benched thread claims nothing: it need not keep up
     // Lateness: waiting for more than twice as long as the phase had run when the wait began (all of
     // its chunks were claimed by then, so a chunk still held then has run at most that long).
-    const int64_t late_after = benched_now ? 0 : std::max(kLateMinimum, 2 * (now - phase_open_.load(std::memory_order_relaxed)));
+    const int64_t late_after = std::max(kLateMinimum, 2 * (now - phase_open_.load(std::memory_order_relaxed)));
     const bool in_run = c.ith != 0;
-    if (!wait_until(c.ith, done, false, true, in_run, late_after, [&](int64_t t) {
+    // Spin about as long as the phase has run (its chunks' length), within [policy spin, kMaxPhaseSpin]:
+    // short for decode ops, long enough for a prompt's phase ends, where waking a blocked thread costs
+    // more than the wait.
+    const int64_t spin_ns = std::clamp(now - phase_open_.load(std::memory_order_relaxed), spin_ns_, std::max(spin_ns_, kMaxPhaseSpin));
+    if (!wait_until(c.ith, done, false, spin_ns, in_run, late_after, [&](int64_t t) {
             for (int i = 0; i < n_threads_; ++i)
                 if (i != c.ith && members_[static_cast<size_t>(i)].holding.load() == seq + 1) bench(i, t);
         }))
@@ -285,11 +328,15 @@ void ThreadPool::wait_workers(uint64_t epoch) {
         Member& m = members_[static_cast<size_t>(i)];
         for (uint64_t tag : {kInvited, kBlocked}) {
             uint64_t s = (epoch << 2) | tag;
-            if (m.state.compare_exchange_strong(s, kNone)) pending_.fetch_sub(1);
+            if (m.state.compare_exchange_strong(s, kNone)) {
+                leave_run(i);
+                pending_.fetch_sub(1);
+            }
         }
     }
+    wake(run_);  // those let go while blocked leave now
     const bool may_bench = !is_benched(0, now_ns(), true);
-    wait_until(0, [&] { return pending_.load() == 0; }, false, true, false,
+    wait_until(0, [&] { return pending_.load() == 0; }, false, spin_ns_, false,
                may_bench ? kLateMinimum : 0, [&](int64_t t) {
                    for (int i = 1; i < n_threads_; ++i)
                        if (members_[static_cast<size_t>(i)].state.load() == ((epoch << 2) | kEntered)) bench(i, t);
@@ -301,15 +348,16 @@ void ThreadPool::worker_main(int ith) {
     uint64_t seen = 0;
     bool active = true;  // took part in the last run: spin for the next one (a benched worker does not)
     for (;;) {
-        wait_until(ith, [&] { return epoch_.load() != seen || stop_.load(); }, true, active, false, 0, [](int64_t) {});
+        wait_until(ith, [&] { return epoch_.load() != seen || stop_.load(); }, true, active ? spin_ns_ : 0, false, 0, [](int64_t) {});
         if (stop_.load()) return;  // the destructor never runs during a run
         seen = epoch_.load();
         uint64_t invited = (seen << 2) | kInvited;
         active = me.state.compare_exchange_strong(invited, (seen << 2) | kEntered);
         if (!active) continue;  // not invited
         if (!execute(ith)) continue;  // cancelled: the caller no longer counts this worker
+        leave_run(ith);
         me.state.store(kNone);
-        if (pending_.fetch_sub(1) == 1) wake_blocked();  // the caller may be blocked
+        if (pending_.fetch_sub(1) == 1) wake(run_);  // the caller may be blocked
     }
 }
 
@@ -317,7 +365,13 @@ bool ThreadPool::execute(int ith) {
     ThreadContext ctx(this, ith, n_threads_, start_seq_);
     try {
         kernel_(arg_, ctx);
-        if (ith == 0 && ctx.opened_) ctx.barrier();  // the caller returns only after the last phase
+        if (ith == 0) {  // the caller returns only after the last phase (also when it passed them benched)
+            if (ctx.opened_) ctx.barrier();
+            const uint32_t end = ctx.seq_;
+            wait_until(0, [&] { return !after(end, seq_of(phase_.load())) || aborted_.load(); }, false, spin_ns_, false, 0,
+                       [](int64_t) {});
+            if (aborted_.load()) throw Abort{};
+        }
     } catch (const Cancelled&) {
         return false;
     } catch (const Abort&) {
@@ -334,7 +388,7 @@ void ThreadPool::record_exception(std::exception_ptr e) {
         if (!error_) error_ = std::move(e);
     }
     aborted_.store(true);
-    wake_blocked();  // threads blocked in a barrier must see the abort
+    wake(run_);  // threads blocked in a barrier must see the abort
 }
 
 void ThreadPool::run_solo(Kernel kernel, void* arg) {
@@ -376,12 +430,27 @@ void ThreadPool::run(Kernel kernel, void* arg) {
         members_[static_cast<size_t>(i)].state.store((epoch << 2) | kInvited);
         ++invited;
     }
-    if (invited == 0) members_[0].benched.store(false);  // someone must work
+    is_benched(0, now, true);  // ends the caller's probation when it is over
+    {  // active_: the threads of this run that are not benched; never 0
+        std::lock_guard<std::mutex> lock(bench_mu_);
+        active_ = 0;
+        for (int i = 0; i < n_threads_; ++i) {
+            Member& m = members_[static_cast<size_t>(i)];
+            m.in_run = i == 0 || m.state.load() == ((epoch << 2) | kInvited);
+            m.counted = m.in_run && !m.benched.load();
+            active_ += m.counted;
+        }
+        if (active_ == 0) {  // someone must work: the caller
+            members_[0].benched.store(false);
+            members_[0].counted = true;
+            active_ = 1;
+        }
+    }
     spin_.store(invited + 1 <= cpus_);
     pending_.store(invited);
     if (invited > 0) {
         epoch_.store(epoch);  // publishes the job
-        wake_blocked();
+        wake(idle_);
     }
     execute(0);
     if (invited > 0) wait_workers(epoch);

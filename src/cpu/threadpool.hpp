@@ -15,24 +15,32 @@
 // for_chunks()/barrier() calls with the same chunk counts.
 //
 // A thread descheduled while it *holds* a chunk still holds its phase for a scheduler slice. The pool
-// shrinks the team instead of waiting for that again: a thread that has waited for a phase (or for
-// the workers at the end of a run) longer than a lateness threshold -- max(kLateMinimum, twice as
-// long as the phase had run when the wait began) -- benches the threads that still hold its chunks (or are still
-// running). A benched thread claims nothing and is not invited to runs until its probation ends;
-// the probation runs from when the thread is back, starts at kProbationStart, doubles for each new
-// late event up to kProbationMax, and drops back to the start for a thread that was not late for
-// four probations after the last one ended. So a thread on a busy
-// core costs at most about one scheduler slice per probation (0.3 % at the maximum), and comes back
-// within a second after the core frees up. The waiter that benches is never benched itself, so at
-// least one thread keeps working. (Re-running a held chunk on another thread was the alternative;
-// it is unsafe here: the late thread's writes would land after later nodes reused the memory.)
+// shrinks the team instead of waiting for that again. A thread is *benched* when
+//   - a thread waiting for a phase (or the caller waiting for workers at the end of a run) has
+//     waited longer than max(kLateMinimum, twice as long as the phase had run when the wait began)
+//     and it still holds a chunk of that phase (or is still running), or
+//   - it finds it was descheduled while spinning (a gap of 200 us between two checks): its core is
+//     shared, with another program or with a thread of ours that its spinning would slow down; it
+//     then benches itself and does not spin for 100 ms.
+// A benched thread claims nothing and passes barriers without waiting (the caller, benched, waits for
+// the run's last phase at its end); a benched worker is not invited to runs. Its probation runs from
+// when it is back, starts at kProbationStart, doubles for each new late event up to kProbationMax,
+// and drops back to the start once it was on time for four probations and a second. So a thread on
+// a busy core costs about one scheduler slice per probation (well under 1 % at the maximum), and
+// comes back within a second after the core frees up. At least one thread of a run is never benched
+// (benching that would leave none is refused), so the run always finishes. (Re-running a held chunk
+// on another thread was the alternative; it is unsafe here: the late thread's writes would land
+// after later nodes reused the memory.)
 //
-// Waiting (idle workers between runs, barrier waits, the caller waiting for workers): spin with the
-// x86 `pause` / Arm `yield` hint for WaitPolicy::spin (default 50 us; no spin when the run has more
-// threads than this process may use CPUs), then block on a condition variable until woken (waits
-// that can detect lateness wake up in time to check it). Every event that can end a wait (a phase
-// completing, a new run, the last worker leaving, an exception, shutdown, resume()) wakes blocked
-// threads. pause() makes idle workers block at once; resume() wakes them to spin again.
+// Waiting (idle workers between runs, phase waits, the caller waiting for workers): spin with the
+// x86 `pause` / Arm `yield` hint -- for WaitPolicy::spin (default 100 us, TESSEL_CPU_SPIN in the
+// CPU backend), a phase wait for about as long as the phase has run, up to 2 ms (a prompt's phase
+// ends; waking a blocked thread costs more); no spin when the run has more threads than this process
+// may use CPUs, on a shared core, or for a benched idle worker -- then block on a condition variable
+// until woken. Idle workers and threads inside a run block on separate channels, so the end of a
+// phase never wakes an idle worker. Every event that can end a wait (a phase completing, a new run,
+// the last worker leaving, an exception, shutdown, resume()) wakes the blocked threads of its
+// channel. pause() makes idle workers block at once; resume() wakes them to spin again.
 #pragma once
 
 #include <atomic>
@@ -52,11 +60,11 @@ namespace tessel::cpu {
 
 /// How long a waiting thread spins before it blocks (see the file comment).
 struct WaitPolicy {
-    std::chrono::microseconds spin{50};  ///< busy-wait budget with pause hints
+    std::chrono::microseconds spin{100};  ///< busy-wait budget with pause hints (a phase wait may spin longer)
 };
 
 /// Lateness and probation constants (file comment), in nanoseconds.
-inline constexpr int64_t kLateMinimum = 500'000;
+inline constexpr int64_t kLateMinimum = 2'000'000;
 inline constexpr int64_t kProbationStart = 4'000'000;
 inline constexpr int64_t kProbationMax = 1'024'000'000;
 
@@ -235,21 +243,32 @@ private:
         std::atomic<int64_t> benched_until{0};   // steady-clock ns; 0: probation not started
         std::atomic<int64_t> probation{kProbationStart};
         std::atomic<int64_t> active_since{0};    // when its last probation ended
+        std::atomic<int64_t> no_spin_until{0};   // its waits do not spin before then (a shared core)
+        bool in_run = false;   // guarded by bench_mu_: invited to the current run (the caller: always)
+        bool counted = false;  // guarded by bench_mu_: in the run and not benched (counted in active_)
     };
 
     void worker_main(int ith);
     bool execute(int ith);
     void record_exception(std::exception_ptr e);
-    void wake_blocked();
+    // Threads block on one of two channels: idle workers waiting for a run, and threads inside a
+    // run (phase waits, the caller's end wait), so a phase's end never wakes an idle worker.
+    struct Channel {
+        std::mutex mu;
+        std::condition_variable cv;
+        std::atomic<int> blocked{0};
+    };
+    void wake(Channel& c);
     bool is_benched(int ith, int64_t now, bool self);
+    void leave_run(int ith);
     void bench(int ith, int64_t now);
     void wait_phase(ThreadContext& ctx);
     void wait_workers(uint64_t epoch);
     template <class Pred, class Late>
-    bool wait_until(int ith, Pred&& pred, bool idle, bool spin, bool in_run, int64_t late_after, Late&& on_late);
+    bool wait_until(int ith, Pred&& pred, bool idle, int64_t spin_ns, bool in_run, int64_t late_after, Late&& on_late);
 
     const int n_threads_;
-    const WaitPolicy policy_;
+    const int64_t spin_ns_;  // WaitPolicy::spin
     const int cpus_;  // CPUs this process may use
     std::unique_ptr<Member[]> members_;
 
@@ -265,8 +284,9 @@ private:
     std::atomic<bool> paused_{false};
     std::atomic<uint64_t> wake_seq_{0};  // bumped by resume()
     std::atomic<bool> running_{false};
-    std::atomic<int> blocked_{0};  // threads inside the blocking section
     std::atomic<int64_t> benchings_{0};
+    std::mutex bench_mu_;  // guards benching and its end, active_ and the members' in_run / counted
+    int active_ = 0;       // threads in the current run that are not benched (never 0 while it runs)
     std::atomic<Hook> hook_{nullptr};
     std::atomic<void*> hook_arg_{nullptr};
 
@@ -278,8 +298,8 @@ private:
     std::mutex error_mu_;
     std::exception_ptr error_;
 
-    std::mutex park_mu_;
-    std::condition_variable park_cv_;
+    Channel idle_;
+    Channel run_;
 
     std::vector<std::thread> workers_;
 };
