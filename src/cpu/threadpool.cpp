@@ -232,8 +232,8 @@ void ThreadPool::bench(int ith, int64_t now) {
     benchings_.fetch_add(1, std::memory_order_relaxed);
 }
 
-// Waits until pred() holds: spins for up to spin_ns (unless this run is oversubscribed, an idle
-// worker is paused or this thread's core is shared), then blocks. With late_after > 0, on_late(now) is called once after late_after
+// Waits until pred() holds: spins for up to spin_ns (unless an idle worker is paused or this
+// thread's core is shared), then blocks. With late_after > 0, on_late(now) is called once after late_after
 // ns. With in_run (a worker inside a run), the worker is cancellable while blocked: returns false
 // when the caller stopped waiting for it, true otherwise.
 template <class Pred, class Late>
@@ -245,7 +245,7 @@ bool ThreadPool::wait_until(int ith, Pred&& pred, bool idle, int64_t spin_ns, bo
     Member& me = members_[static_cast<size_t>(ith)];
     for (;;) {
         const int64_t spin_start = now_ns();
-        if (spin_ns > 0 && spin_.load(std::memory_order_relaxed) && !parking_now() &&
+        if (spin_ns > 0 && !parking_now() &&
             spin_start >= me.no_spin_until.load(std::memory_order_relaxed)) {
             int backoff = 1;
             for (int64_t last = spin_start, now = spin_start; now - spin_start < spin_ns; last = now, now = now_ns()) {
@@ -426,7 +426,7 @@ void ThreadPool::run(Kernel kernel, void* arg) {
     int invited = 0;
     for (int i = 0; i < n_threads_; ++i) members_[static_cast<size_t>(i)].holding.store(0, std::memory_order_relaxed);
     for (int i = 1; i < n_threads_; ++i) {
-        if (is_benched(i, now, false)) continue;
+        if (invited + 1 >= cpus_ || is_benched(i, now, false)) continue;  // a run never has more threads than CPUs
         members_[static_cast<size_t>(i)].state.store((epoch << 2) | kInvited);
         ++invited;
     }
@@ -446,7 +446,6 @@ void ThreadPool::run(Kernel kernel, void* arg) {
             active_ = 1;
         }
     }
-    spin_.store(invited + 1 <= cpus_);
     pending_.store(invited);
     if (invited > 0) {
         epoch_.store(epoch);  // publishes the job

@@ -3,7 +3,9 @@
 // a thread whose core is taken by another program never holds the others up.
 //
 // ThreadPool(n) owns n-1 persistent worker threads; the thread calling run() takes part as thread
-// 0. Every thread runs the same code. Work is divided into *phases* separated by ctx.barrier();
+// 0, with the workers that are not benched, at most as many threads as this process may use CPUs
+// (more would only take turns on them: a run of -t 4 on 2 CPUs runs like -t 2). Every thread of
+// a run executes the same code. Work is divided into *phases* separated by ctx.barrier();
 // inside a phase, all work is done in chunks claimed with ctx.for_chunks() (or in parts, ctx.parts())
 // from one shared counter tagged with the phase's number. A phase is complete when its chunks are
 // complete, not when every thread has arrived: barrier() waits for the chunks only. A thread that
@@ -35,8 +37,8 @@
 // Waiting (idle workers between runs, phase waits, the caller waiting for workers): spin with the
 // x86 `pause` / Arm `yield` hint -- for WaitPolicy::spin (default 100 us, TESSEL_CPU_SPIN in the
 // CPU backend), a phase wait for about as long as the phase has run, up to 2 ms (a prompt's phase
-// ends; waking a blocked thread costs more); no spin when the run has more threads than this process
-// may use CPUs, on a shared core, or for a benched idle worker -- then block on a condition variable
+// ends; waking a blocked thread costs more); no spin on a shared core or for a benched idle worker --
+// then block on a condition variable
 // until woken. Idle workers and threads inside a run block on separate channels, so the end of a
 // phase never wakes an idle worker. Every event that can end a wait (a phase completing, a new run,
 // the last worker leaving, an exception, shutdown, resume()) wakes the blocked threads of its
@@ -269,7 +271,7 @@ private:
 
     const int n_threads_;
     const int64_t spin_ns_;  // WaitPolicy::spin
-    const int cpus_;  // CPUs this process may use
+    const int cpus_;  // CPUs this process may use: a run invites at most cpus_ - 1 workers
     std::unique_ptr<Member[]> members_;
 
     // Hot shared state, each on its own cache line.
@@ -279,7 +281,6 @@ private:
     alignas(64) std::atomic<uint64_t> epoch_{0};   // bumped once per run
     alignas(64) std::atomic<int> pending_{0};      // invited workers still inside the current run
     alignas(64) std::atomic<bool> aborted_{false};  // a kernel threw in this run
-    std::atomic<bool> spin_{true};                 // this run's waits spin first (not oversubscribed)
     std::atomic<bool> stop_{false};
     std::atomic<bool> paused_{false};
     std::atomic<uint64_t> wake_seq_{0};  // bumped by resume()
