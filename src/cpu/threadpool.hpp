@@ -163,8 +163,9 @@ public:
     /// Number of threads in the team (workers + the caller).
     int size() const noexcept { return n_threads_; }
 
-    /// Runs kernel(arg, ctx) on the caller (ctx.ith 0) and on every worker that is not benched,
-    /// and returns when all of its phases are complete and every worker has left it. Writes made
+    /// Runs kernel(arg, ctx) on the caller (ctx.ith 0) and on the workers that are not benched (at
+    /// most as many threads in all as this process may use CPUs), and returns when all of its phases
+    /// are complete and every worker that entered has left it. Writes made
     /// in chunks are visible to the caller afterwards. If kernels throw, the first exception (by
     /// time) is rethrown here after all threads have left; threads waiting in barrier() are
     /// released by an internal abort. One run at a time: calling run() from inside a kernel or
