@@ -171,6 +171,13 @@ bool ThreadPool::benched(int ith) const {
 void ThreadPool::set_test_hook(Hook hook, void* arg) noexcept {
     hook_arg_.store(arg);
     hook_.store(hook);
+    std::lock_guard<std::mutex> lock(bench_mu_);  // every thread starts the test active
+    for (int i = 0; i < n_threads_; ++i) {
+        Member& m = members_[static_cast<size_t>(i)];
+        m.benched.store(false);
+        m.probation.store(kProbationStart);
+        m.no_spin_until.store(0);
+    }
 }
 
 // Wakes every thread blocked on channel c, if there is one. Callers change the state a waiter

@@ -223,7 +223,7 @@ public:
 
     /// Test hook: when set, every thread calls hook(arg, ith, point) before each claim of a chunk
     /// (BeforeClaim) and right after a successful claim, while it holds the chunk (Holding). Set it
-    /// between runs; nullptr removes it.
+    /// between runs; nullptr removes it. Setting it ends every thread's bench and probation.
     enum class HookPoint { BeforeClaim, Holding };
     using Hook = void (*)(void* arg, int ith, HookPoint point);
     void set_test_hook(Hook hook, void* arg) noexcept;

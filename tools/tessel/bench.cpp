@@ -214,7 +214,7 @@ void add_bench_command(CLI::App& app) {
     cmd->add_option("-p,--n-prompt", o->n_prompt, "Prompt lengths, tokens: a list like 128,512 or 128-512*2 (0: no pp test)")->capture_default_str();
     cmd->add_option("-n,--n-gen", o->n_gen, "Generated tokens: a list (0: no tg test)")->capture_default_str();
     cmd->add_option("--pg", o->pg, "A combined test PROMPT,GEN (pp then tg, timed together; also -pg; repeatable)");
-    cmd->add_option("-t,--threads", o->threads, "CPU thread counts: a list (default: physical cores)");
+    cmd->add_option("-t,--threads", o->threads, "CPU thread counts: a list (default: physical cores; big ones only on big/little CPUs)");
     cmd->add_option("-b,--batch-size", o->n_batch, "Prompt tokens per decode call: a list")->capture_default_str();
     cmd->add_option("--ubatch-size", o->n_ubatch, "Tokens per forward graph: a list (also -ub)")->capture_default_str();
     cmd->add_option("--flash-attn", o->flash_attn, "Fused attention: a list of on, off, auto (also -fa)")->capture_default_str();

@@ -37,7 +37,7 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
         ->capture_default_str()
         ->check(device_validator());
     cmd.add_option("-c,--ctx-size", o.n_ctx, "Context size, tokens (0: the model's, at most 4096)")->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
-    cmd.add_option("-t,--threads", o.n_threads, "CPU threads (0: physical cores)")->check(CLI::Range(0, kMaxThreads));
+    cmd.add_option("-t,--threads", o.n_threads, "CPU threads (0: physical cores; big ones only on big/little CPUs)")->check(CLI::Range(0, kMaxThreads));
     cmd.add_option("-b,--batch-size", o.n_batch, "Prompt tokens per decode call")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
     cmd.add_option("--ubatch-size", o.n_ubatch, "Tokens per forward graph (also -ub)")->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
     cmd.add_option("--flash-attn", o.flash_attn, "Fused attention: on, off or auto (also -fa)")->check(CLI::IsMember({"on", "off", "auto"}));

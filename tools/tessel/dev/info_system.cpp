@@ -101,7 +101,7 @@ std::function<bool(bool json)> add_info_developer_options(CLI::App& info, CLI::O
         ->excludes(file)
         ->excludes(full_arrays)
         ->group(kDeveloperOptionsGroup);
-    info.add_option("-t,--threads", opts->threads, "With --kernels: thread count for the chain's plan (0: physical cores)")
+    info.add_option("-t,--threads", opts->threads, "With --kernels: thread count for the chain's plan (0: the default thread count)")
         ->check(CLI::Range(0, 1024))
         ->group(kDeveloperOptionsGroup);
     return [opts](bool json) {

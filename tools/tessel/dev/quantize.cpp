@@ -54,7 +54,7 @@ void add_quantize_command(CLI::App& app) {
     cmd->add_flag("--pure", o->pure, "TYPE for every quantized tensor: no mixture (output, attn_v, ffn_down rules)");
     cmd->add_flag("--allow-requantize", o->allow_requantize,
                   "Allow converting tensors that are already quantized (loses precision)");
-    cmd->add_option("-t,--threads", o->threads, "Threads converting rows (default: physical cores)")
+    cmd->add_option("-t,--threads", o->threads, "Threads converting rows (default: physical cores; big ones only on big/little CPUs)")
         ->check(CLI::Range(1, 1024));
     cmd->callback([o] {
         const model::QuantTarget& target = model::find_quant_target(o->type);
