@@ -1,6 +1,7 @@
 #include "model/kv_cache.hpp"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "tessel/errors.hpp"
 
@@ -82,13 +83,14 @@ int64_t KvCache::n_kv() const {
     return std::min(size(), std::max<int64_t>(kPad, (used + kPad - 1) / kPad * kPad));
 }
 
-void KvCache::fill_mask(std::span<const int32_t> pos, std::span<const int32_t> seq, int64_t n_kv, uint16_t* mask) const {
+void KvCache::fill_mask(std::span<const int32_t> pos, std::span<const int32_t> seq, int64_t n_kv, uint16_t* mask, int64_t n_swa) const {
     for (size_t t = 0; t < pos.size(); ++t) {
         const uint64_t bit = uint64_t{1} << seq[t];
+        const int64_t oldest = n_swa > 0 ? int64_t{pos[t]} - n_swa + 1 : INT64_MIN;  // first position in the window
         uint16_t* row = mask + t * static_cast<size_t>(n_kv);
         for (int64_t c = 0; c < n_kv; ++c) {
             const Cell& cell = cells_[static_cast<size_t>(c)];
-            row[c] = (cell.seqs & bit) && cell.pos <= pos[t] ? kF16Zero : kF16NegInf;
+            row[c] = (cell.seqs & bit) && cell.pos <= pos[t] && cell.pos >= oldest ? kF16Zero : kF16NegInf;
         }
     }
 }

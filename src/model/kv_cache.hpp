@@ -4,7 +4,9 @@
 // A token's K/V rows go to a free cell (any free cell, lowest index first); a graph attends to
 // the prefix of n_kv() cells that covers every used cell, rounded up to kPad, so the graph's
 // shapes (and uid) stay the same for many steps. Token (pos p, seq s) may attend cell c when c
-// holds a position <= p of sequence s; every other cell in the prefix is masked with -inf.
+// holds a position <= p of sequence s (and, on sliding-window layers, > p - n_swa); every other
+// cell in the prefix is masked with -inf. Sliding-window layers keep every cell too (no
+// separate smaller cache): simpler, at the cost of the memory of the cells outside the window.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +17,7 @@
 
 #include "backend/backend.hpp"
 #include "model/hparams.hpp"
-#include "model/llama.hpp"
+#include "model/arch.hpp"
 
 namespace tessel::model {
 
@@ -45,8 +47,9 @@ public:
     /// Cells a graph attends to: the used prefix rounded up to kPad, at most size().
     int64_t n_kv() const;
     /// Fills mask [n_kv, n_tokens] (F16 bits, row t for token t) for tokens with these positions
-    /// and sequences.
-    void fill_mask(std::span<const int32_t> pos, std::span<const int32_t> seq, int64_t n_kv, uint16_t* mask) const;
+    /// and sequences; with n_swa > 0 a token at position p also may not attend positions
+    /// p - n_swa or earlier (a sliding window of n_swa positions, its own included).
+    void fill_mask(std::span<const int32_t> pos, std::span<const int32_t> seq, int64_t n_kv, uint16_t* mask, int64_t n_swa = 0) const;
 
     /// Removes sequence seq's cells with position in [p0, p1) (p1 < 0: to the end); seq < 0:
     /// every sequence. A cell no sequence holds becomes free.

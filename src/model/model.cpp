@@ -6,7 +6,6 @@
 #include <string_view>
 
 #include "model/weights.hpp"
-#include "model/llama.hpp"
 #include "tessel/errors.hpp"
 
 namespace tessel::model {
@@ -14,12 +13,14 @@ namespace tessel::model {
 Model::Model(gguf::File file, std::vector<Device*> devices) : file_(std::move(file)), devs_(std::move(devices)) {}
 Model::~Model() = default;
 
-Tensor* Model::weight(const std::string& name, std::initializer_list<int64_t> ne, bool f32_only) {
+Tensor* Model::weight(const std::string& name, int64_t ne0, int64_t ne1, bool required, bool f32_only) {
     const std::string what = file_.name() + ": tensor '" + name + "'";
     const gguf::TensorInfo* info = file_.find_tensor(name);
-    if (!info) throw Error(ErrorCode::BadModel, file_.name() + ": missing tensor '" + name + "'");
-    std::array<int64_t, kMaxDims> expected{1, 1, 1, 1};
-    std::copy(ne.begin(), ne.end(), expected.begin());
+    if (!info) {
+        if (required) throw Error(ErrorCode::BadModel, file_.name() + ": missing tensor '" + name + "'");
+        return nullptr;
+    }
+    const std::array<int64_t, kMaxDims> expected{ne0, ne1, 1, 1};
     auto dims = [](const int64_t* d) {  // appended piece by piece: g++ 12 warns falsely (-Wrestrict) on "[" + string
         std::string out = "[";
         for (int i = 0; i < kMaxDims; ++i) out += std::to_string(d[i]) + (i + 1 < kMaxDims ? ", " : "]");
@@ -36,8 +37,27 @@ Tensor* Model::weight(const std::string& name, std::initializer_list<int64_t> ne
         throw Error(ErrorCode::Unsupported, what + ": type " + std::string(dtype_name(type)) + " is not supported");
     Tensor& t = tensors_.emplace_back();
     t.name = name;
-    t.set_shape(type, ne);  // the reader has checked the file's shape against its type's block size
+    if (ne1 == 1) t.set_shape(type, {ne0});  // the reader has checked the file's shape against its type's block size
+    else t.set_shape(type, {ne0, ne1});
     return &t;
+}
+
+int64_t Model::dim(Dim d) const {
+    switch (d) {
+        case Dim::One: return 1;
+        case Dim::Embd: return hp_.n_embd;
+        case Dim::HeadDim: return hp_.head_dim;
+        case Dim::Q: return hp_.n_head * hp_.head_dim;
+        case Dim::Kv: return hp_.n_embd_kv();
+        case Dim::Ff: return hp_.n_ff;
+        case Dim::Vocab: return hp_.n_vocab;
+        case Dim::RopePairs: return hp_.n_rot / 2;
+    }
+    return 0;
+}
+
+ForwardInputs Model::build_forward(Graph& g, const std::vector<KvLayer>& kv, const ForwardShape& s) const {
+    return arch_->build(g, *this, kv, s);
 }
 
 std::shared_ptr<const Model> Model::load(const std::string& path, std::vector<Device*> devices, const LoadOptions& options) {
@@ -51,26 +71,19 @@ std::shared_ptr<const Model> Model::load(const std::string& path, std::vector<De
         return m;
     }
     hp = read_hparams(m->file_);
+    m->arch_ = &find_arch(hp.arch, path);
     const gguf::TensorInfo* embd = m->file_.find_tensor("token_embd.weight");
     if (!embd) throw Error(ErrorCode::BadModel, path + ": missing tensor 'token_embd.weight'");
     hp.n_vocab = embd->ne[1];
-    const int64_t E = hp.n_embd, Dq = hp.n_head * hp.head_dim, Dkv = hp.n_embd_kv(), F = hp.n_ff;
-    m->tok_embd_ = m->weight("token_embd.weight", {E, hp.n_vocab});
-    m->output_norm_ = m->weight("output_norm.weight", {E}, true);
-    m->output_ = m->file_.find_tensor("output.weight") ? m->weight("output.weight", {E, hp.n_vocab}) : m->tok_embd_;
+    for (const WeightSpec<ModelWeights>& w : m->arch_->model_weights)
+        m->w_.*w.slot = m->weight(w.name, m->dim(w.ne0), m->dim(w.ne1), w.required, w.f32);
+    if (!m->w_.output) m->w_.output = m->w_.tok_embd;  // tied
     for (int64_t il = 0; il < hp.n_layer; ++il) {
         const std::string b = "blk." + std::to_string(il) + ".";
-        LayerWeights w;
-        w.attn_norm = m->weight(b + "attn_norm.weight", {E}, true);
-        w.wq = m->weight(b + "attn_q.weight", {E, Dq});
-        w.wk = m->weight(b + "attn_k.weight", {E, Dkv});
-        w.wv = m->weight(b + "attn_v.weight", {E, Dkv});
-        w.wo = m->weight(b + "attn_output.weight", {Dq, E});
-        w.ffn_norm = m->weight(b + "ffn_norm.weight", {E}, true);
-        w.w_gate = m->weight(b + "ffn_gate.weight", {E, F});
-        w.w_up = m->weight(b + "ffn_up.weight", {E, F});
-        w.w_down = m->weight(b + "ffn_down.weight", {F, E});
-        m->layers_.push_back(w);
+        LayerWeights lw;
+        for (const WeightSpec<LayerWeights>& w : m->arch_->layer_weights)
+            lw.*w.slot = m->weight(b + w.name, m->dim(w.ne0), m->dim(w.ne1), w.required, w.f32);
+        m->layers_.push_back(lw);
     }
     try {
         m->place_and_load(options.progress);
@@ -89,7 +102,7 @@ void Model::place_and_load(const std::function<bool(float)>& progress) {
     std::vector<KvLayer> kv;
     for (int64_t il = 0; il < hp_.n_layer; ++il)
         kv.push_back({probe.new_tensor(DType::F16, {hp_.n_embd_kv(), 256}), probe.new_tensor(DType::F16, {hp_.n_embd_kv(), 256})});
-    build_llama(probe, *this, kv, ForwardShape{1, 256, 1, true});
+    build_forward(probe, kv, ForwardShape{1, 256, 1, true});
     std::map<const Tensor*, std::vector<const Tensor*>> uses;
     for (const Tensor* node : probe.nodes())
         for (const Tensor* src : node->src)

@@ -137,7 +137,7 @@ void Context::decode_ubatch(std::span<const BatchToken> ub) {
     if (!graph_ || shape.n_tokens != shape_.n_tokens || shape.n_kv != shape_.n_kv || shape.n_out != shape_.n_out) {
         sched_->release();
         graph_ = std::make_unique<Graph>();
-        in_ = model::build_llama(*graph_, *model_, kv_->layers(), shape);
+        in_ = model_->build_forward(*graph_, kv_->layers(), shape);
         if (keep_intermediates_)
             for (Tensor* n : graph_->nodes()) n->flags |= kFlagOutput;  // the allocator never reuses outputs
         sched_->allocate(*graph_);
@@ -151,6 +151,10 @@ void Context::decode_ubatch(std::span<const BatchToken> ub) {
     mask_.resize(static_cast<size_t>(shape.n_kv * T));
     kv_->fill_mask(pos_, seq_, shape.n_kv, mask_.data());
     write_input(in_.mask, mask_.data(), mask_.size() * sizeof(uint16_t));
+    if (in_.mask_swa) {
+        kv_->fill_mask(pos_, seq_, shape.n_kv, mask_.data(), model_->hparams().n_swa);
+        write_input(in_.mask_swa, mask_.data(), mask_.size() * sizeof(uint16_t));
+    }
     if (in_.out_ids) write_input(in_.out_ids, out_ids_.data(), out_ids_.size() * sizeof(int32_t));
     sched_->compute();
 

@@ -20,7 +20,7 @@
 #include "backend/backend.hpp"
 #include "backend/scheduler.hpp"
 #include "model/kv_cache.hpp"
-#include "model/llama.hpp"
+#include "model/arch.hpp"
 #include "model/model.hpp"
 #include "tessel/engine.hpp"
 
