@@ -80,9 +80,10 @@ struct ForwardInputs {
     Tensor* tokens = nullptr;   ///< I32 [n_tokens]
     Tensor* pos = nullptr;      ///< I32 [n_tokens], positions for ROPE
     Tensor* kv_idx = nullptr;   ///< I64 [n_tokens], cache cell each token's K/V is written to
-    Tensor* mask = nullptr;     ///< F16 [n_kv, n_tokens]: 0 where token t may attend cell c, else -inf
+    Tensor* mask = nullptr;     ///< F16 [n_kv, n_tokens]: 0 where token t may attend cell c, else
+                                ///< -inf (nullptr when every layer has a sliding window)
     Tensor* mask_swa = nullptr; ///< F16 [n_kv, n_tokens], the same within the sliding window
-                                ///< (Hparams::n_swa); nullptr for a model without one
+                                ///< (Hparams::n_swa); nullptr when no layer has one
     Tensor* out_ids = nullptr;  ///< I32 [n_out], ubatch rows whose logits are wanted (nullptr
                                 ///< when n_out = n_tokens: every row, in order)
     Tensor* logits = nullptr;   ///< F32 [n_vocab, n_out], the output

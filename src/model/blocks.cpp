@@ -11,9 +11,12 @@ ForwardInputs make_inputs(Graph& g, const Hparams& hp, const ForwardShape& s) {
     in.tokens = g.new_tensor(DType::I32, {s.n_tokens}, "inp_tokens");
     in.pos = g.new_tensor(DType::I32, {s.n_tokens}, "inp_pos");
     in.kv_idx = g.new_tensor(DType::I64, {s.n_tokens}, "inp_kv_idx");
-    in.mask = g.new_tensor(DType::F16, {s.n_kv, s.n_tokens}, "inp_mask");
     in.out_ids = g.new_tensor(DType::I32, {s.n_out}, "inp_out_ids");
-    if (hp.n_swa > 0) in.mask_swa = g.new_tensor(DType::F16, {s.n_kv, s.n_tokens}, "inp_mask_swa");
+    // A mask leaf only where a layer reads it (a leaf no node reads gets no memory).
+    bool any_swa = false, any_full = false;
+    for (int64_t il = 0; il < hp.n_layer; ++il) (hp.is_swa(il) ? any_swa : any_full) = true;
+    if (any_full) in.mask = g.new_tensor(DType::F16, {s.n_kv, s.n_tokens}, "inp_mask");
+    if (any_swa) in.mask_swa = g.new_tensor(DType::F16, {s.n_kv, s.n_tokens}, "inp_mask_swa");
     for (Tensor* t : {in.tokens, in.pos, in.kv_idx, in.mask, in.out_ids, in.mask_swa})
         if (t) t->flags |= kFlagInput;
     return in;

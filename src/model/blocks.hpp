@@ -18,7 +18,8 @@ struct ForwardCtx {
     ForwardInputs& in;
 };
 
-/// Creates the input leaves of a graph of shape s (mask_swa only when hp.n_swa > 0).
+/// Creates the input leaves of a graph of shape s (mask only when a layer attends to every
+/// position, mask_swa only when a layer has a sliding window).
 ForwardInputs make_inputs(Graph& g, const Hparams& hp, const ForwardShape& s);
 
 /// RMS_NORM(x)·weight over ne[0] with the model's epsilon; weight F32 [ne0 of x] broadcasts.

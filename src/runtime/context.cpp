@@ -149,12 +149,11 @@ void Context::decode_ubatch(std::span<const BatchToken> ub) {
     write_input(in_.pos, pos_.data(), pos_.size() * sizeof(int32_t));
     write_input(in_.kv_idx, cells_.data(), cells_.size() * sizeof(int64_t));
     mask_.resize(static_cast<size_t>(shape.n_kv * T));
-    kv_->fill_mask(pos_, seq_, shape.n_kv, mask_.data());
-    write_input(in_.mask, mask_.data(), mask_.size() * sizeof(uint16_t));
-    if (in_.mask_swa) {
-        kv_->fill_mask(pos_, seq_, shape.n_kv, mask_.data(), model_->hparams().n_swa);
-        write_input(in_.mask_swa, mask_.data(), mask_.size() * sizeof(uint16_t));
-    }
+    for (auto [mask, n_swa] : {std::pair{in_.mask, int64_t{0}}, std::pair{in_.mask_swa, model_->hparams().n_swa}})
+        if (mask) {
+            kv_->fill_mask(pos_, seq_, shape.n_kv, mask_.data(), n_swa);
+            write_input(mask, mask_.data(), mask_.size() * sizeof(uint16_t));
+        }
     if (in_.out_ids) write_input(in_.out_ids, out_ids_.data(), out_ids_.size() * sizeof(int32_t));
     sched_->compute();
 

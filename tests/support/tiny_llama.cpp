@@ -23,14 +23,16 @@ std::filesystem::path write_tiny_llama(const std::filesystem::path& path, const 
     }
     w.set("general.architecture", gguf::Value::string(opt.arch));
     w.set("general.name", gguf::Value::string("tiny-llama-test"));
-    w.set("llama.context_length", gguf::Value::u32(512));
-    w.set("llama.embedding_length", gguf::Value::u32(E));
-    w.set("llama.block_count", gguf::Value::u32(L));
-    w.set("llama.feed_forward_length", gguf::Value::u32(F));
-    w.set("llama.attention.head_count", gguf::Value::u32(H));
-    w.set("llama.attention.head_count_kv", gguf::Value::u32(Hkv));
-    w.set("llama.attention.layer_norm_rms_epsilon", gguf::Value::f32(1e-5f));
-    w.set("llama.rope.freq_base", gguf::Value::f32(10000.0f));
+    const std::string k = opt.layout + ".";
+    w.set(k + "context_length", gguf::Value::u32(512));
+    w.set(k + "embedding_length", gguf::Value::u32(E));
+    w.set(k + "block_count", gguf::Value::u32(L));
+    w.set(k + "feed_forward_length", gguf::Value::u32(F));
+    w.set(k + "attention.head_count", gguf::Value::u32(H));
+    w.set(k + "attention.head_count_kv", gguf::Value::u32(Hkv));
+    w.set(k + "attention.layer_norm_rms_epsilon", gguf::Value::f32(1e-5f));
+    w.set(k + "rope.freq_base", gguf::Value::f32(10000.0f));
+    if (opt.n_swa > 0) w.set(k + "attention.sliding_window", gguf::Value::u32(opt.n_swa));
     if (opt.vocab) {
         std::vector<std::string> tokens;
         for (int64_t i = 0; i < V; ++i) tokens.push_back(std::to_string(i).insert(0, 1, 't'));
@@ -70,11 +72,20 @@ std::filesystem::path write_tiny_llama(const std::filesystem::path& path, const 
         add(b + "attn_q.weight", E, H * D, 0.15f, m);
         add(b + "attn_k.weight", E, Hkv * D, 0.15f, m);
         add(b + "attn_v.weight", E, Hkv * D, 0.15f, m);
+        if (opt.layout == "qwen2")
+            for (const char* bias : {"attn_q.bias", "attn_k.bias", "attn_v.bias"})
+                add(b + bias, bias[5] == 'q' ? H * D : Hkv * D, 1, 0.1f, DType::F32);
+        if (opt.layout == "qwen3" || opt.layout == "gemma3") {
+            add(b + "attn_q_norm.weight", D, 1, 0.1f, DType::F32);
+            add(b + "attn_k_norm.weight", D, 1, 0.1f, DType::F32);
+        }
         add(b + "attn_output.weight", H * D, E, 0.1f, m);
+        if (opt.layout == "gemma3") add(b + "post_attention_norm.weight", E, 1, 0.1f, DType::F32);
         add(b + "ffn_norm.weight", E, 1, 0.1f, DType::F32);
         add(b + "ffn_gate.weight", E, F, 0.1f, m);
         add(b + "ffn_up.weight", E, F, 0.1f, m);
         add(b + "ffn_down.weight", F, E, 0.1f, m);
+        if (opt.layout == "gemma3") add(b + "post_ffw_norm.weight", E, 1, 0.1f, DType::F32);
     }
     w.write_file(path.string());
     return path;

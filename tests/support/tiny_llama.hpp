@@ -1,6 +1,8 @@
-// A small llama-architecture GGUF with seeded random weights, for model and runtime tests:
-// by default 2 blocks, n_embd 128, 4 heads of 32 over 2 KV heads (grouped-query attention),
-// n_ff 256, vocabulary 160, training context 512, rope base 10000. No tokenizer unless asked
+// A small GGUF with seeded random weights, for model and runtime tests: by default a llama of
+// 2 blocks, n_embd 128, 4 heads of 32 over 2 KV heads (grouped-query attention), n_ff 256,
+// vocabulary 160, training context 512, rope base 10000. `layout` gives it the keys and extra
+// weights of qwen2 (Q/K/V biases), qwen3 (q/k norms) or gemma3 (q/k norms, post norms, a
+// sliding window). No tokenizer unless asked
 // for: `vocab` writes a synthetic one, `vocab_from` copies a real model's (at most one of the two).
 #pragma once
 
@@ -19,7 +21,9 @@ struct TinyLlamaOptions {
                                       ///< quantizer (integers) get seeded random bytes
     bool tied_output = false;         ///< omit output.weight (use token_embd)
     uint32_t seed = 7;
-    std::string arch = "llama";  ///< general.architecture (the keys stay llama.*)
+    std::string arch = "llama";    ///< general.architecture (the keys stay <layout>.*)
+    std::string layout = "llama";  ///< llama, qwen2, qwen3 or gemma3: key prefix and weights
+    int64_t n_swa = 0;             ///< gemma3: <layout>.attention.sliding_window (0: no key)
     std::string omit;            ///< name of a tensor to leave out ("" = none)
     /// A GGUF whose tokenizer.* keys are copied (vocabulary size = its token count), so CLI
     /// commands that tokenize can run; "" = no tokenizer, vocabulary 160.

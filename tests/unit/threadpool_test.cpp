@@ -219,26 +219,32 @@ TEST(ThreadPool, WorkerLateBeforeEveryClaimHoldsNobodyUp) {
 }
 
 // The second: a worker descheduled while it owns a chunk holds that phase once, is benched, and the
-// ops after it go on without it -- also when it does so again after each probation.
+// ops after it go on without it -- also when it does so again after each probation (up to 100
+// holds: more than the probations of 2 x 200 ops). On a loaded machine the worker may sit out an
+// attempt, or the caller find its own core shared and bench itself, leaving nobody to bench the
+// worker (the team never shrinks to nobody), so the behaviour must show in one of 20 attempts.
 TEST(ThreadPool, WorkerHeldWhileOwningAChunkIsBenched) {
-    for (int times : {1, 1 << 30}) {
+    for (int times : {1, 100}) {
         ThreadPool pool(2);
         const double base = baseline_seconds(pool, 2);
-        Holdback h;
-        h.point = ThreadPool::HookPoint::Holding;
-        h.times = times;
-        double s = 0;
-        for (int attempt = 0; attempt < 20 && h.slept.load() == 0; ++attempt) {  // as above
+        bool shown = false;
+        std::string last;
+        for (int attempt = 0; attempt < 20 && !shown; ++attempt) {
+            Holdback h;
+            h.point = ThreadPool::HookPoint::Holding;
+            h.times = times;
+            const int64_t benched_before = pool.benchings();
             pool.set_test_hook(&Holdback::hook, &h);
             const auto t0 = std::chrono::steady_clock::now();
             EXPECT_EQ(dependent_ops_errors(pool, 200), 0);
             EXPECT_EQ(dependent_ops_errors(pool, 200), 0);
-            s = seconds_since(t0);
+            const double s = seconds_since(t0);
+            pool.set_test_hook(nullptr, nullptr);
+            shown = h.slept.load() > 0 && pool.benchings() > benched_before && s < base + 1.0;
+            last = "2 x 200 ops took " + std::to_string(s) + " s (" + std::to_string(base) + " s unhindered), " +
+                   std::to_string(h.slept.load()) + " holds of 20 ms, " + std::to_string(pool.benchings() - benched_before) + " benchings";
         }
-        pool.set_test_hook(nullptr, nullptr);
-        EXPECT_GT(h.slept.load(), 0);
-        EXPECT_GE(pool.benchings(), 1);
-        EXPECT_LT(s, base + 1.0) << "2 x 200 ops took " << s << " s (" << base << " s unhindered), " << h.slept.load() << " holds of 20 ms";
+        EXPECT_TRUE(shown) << "holds up to " << times << ", last attempt: " << last;
     }
 }
 
