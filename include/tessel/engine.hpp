@@ -118,7 +118,8 @@ public:
     bool is_eog(int32_t token) const;
     int32_t bos() const;  ///< BOS id, or -1
     bool adds_bos() const;  ///< tokenize(..., add_special = true) prepends BOS
-    /// tokenizer.chat_template, or "" when the file has none.
+    /// tokenizer.chat_template; when the file has none, the name of the format its architecture's
+    /// models use ("gemma" for gemma3, whose GGUF files often lack the key), else "".
     std::string chat_template() const;
 
 private:

@@ -100,6 +100,9 @@ struct ArchSpec {
     std::span<const WeightSpec<ModelWeights>> model_weights;
     std::span<const WeightSpec<LayerWeights>> layer_weights;
     BuildForward build;
+    /// The chat format (a `--chat-template` name) of this architecture's models, used when a
+    /// file has no tokenizer.chat_template ("" : none).
+    std::string_view chat_format = "";
 };
 
 /// The table's entry for `arch`. Throws tessel::Error(Unsupported) "<file>: unknown

@@ -92,6 +92,6 @@ ForwardInputs build(Graph& g, const Model& m, const std::vector<KvLayer>& kv, co
 
 }  // namespace
 
-extern const ArchSpec kArchGemma3{"gemma3", read_hparams, kModel, kLayer, build};
+extern const ArchSpec kArchGemma3{"gemma3", read_hparams, kModel, kLayer, build, "gemma"};
 
 }  // namespace tessel::model

@@ -103,7 +103,9 @@ bool Model::adds_bos() const { return tok_->vocab().add_bos() && tok_->vocab().b
 
 std::string Model::chat_template() const {
     const gguf::Value* v = impl_->file().find("tokenizer.chat_template");
-    return v && v->type() == gguf::ValueType::STRING ? v->as_string() : std::string();
+    if (v && v->type() == gguf::ValueType::STRING) return v->as_string();
+    const model::ArchSpec* arch = impl_->arch();
+    return arch ? std::string(arch->chat_format) : std::string();
 }
 
 std::string apply_chat_template(std::string_view chat_template, std::span<const ChatMessage> messages, bool add_generation_prompt) {

@@ -14,6 +14,7 @@
 #include "support/nmse.hpp"
 #include "support/test_paths.hpp"
 #include "support/tiny_llama.hpp"
+#include "tessel/engine.hpp"
 #include "tessel/errors.hpp"
 
 namespace tessel {
@@ -183,6 +184,23 @@ TEST(Arch, SlidingWindowHidesOnlyPositionsOutsideIt) {
             else EXPECT_EQ(d, 0.0) << "position " << p << " should not see token 0";
         }
     }
+}
+
+// A gemma3 file without tokenizer.chat_template (gemma-3-270m's GGUF has none) chats in the
+// Gemma format; other architectures have no default, and a file's own template wins.
+TEST(Arch, ChatTemplateDefaultsToTheArchitecturesFormat) {
+    auto chat_template = [](test::TinyLlamaOptions o, const std::string& tag) {
+        o.vocab = true;
+        const auto path = test::write_tiny_llama(test::temp_dir() / ("tiny-chat-" + tag + ".gguf"), o);
+        return Model::load(path.string(), "cpu")->chat_template();
+    };
+    EXPECT_EQ(chat_template(layout("gemma3", 8), "gemma3"), "gemma");
+    EXPECT_EQ(chat_template(layout("qwen3"), "qwen3"), "");
+    test::TinyLlamaOptions own = layout("gemma3", 8);
+    own.overrides = {{"tokenizer.chat_template", gguf::Value::string("{{ '<|im_start|>' }}")}};
+    EXPECT_EQ(chat_template(own, "own"), "{{ '<|im_start|>' }}");
+    const ChatMessage user{"user", "Hi"};
+    EXPECT_EQ(apply_chat_template("gemma", {&user, 1}, true), "<start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\n");
 }
 
 TEST(KvCacheMask, SlidingWindowMasksPositionsBeforeIt) {
