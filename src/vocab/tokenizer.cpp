@@ -21,9 +21,13 @@ struct Fragment {
 }  // namespace
 
 Tokenizer::Tokenizer(Vocab vocab)
-    : vocab_(std::make_unique<const Vocab>(std::move(vocab))),
-      pre_(vocab_->pre_tokenizer()),
-      bpe_(*vocab_, vocab_->pre_tokenizer().ignore_merges) {
+    : vocab_(std::make_unique<const Vocab>(std::move(vocab))) {
+    if (vocab_->model() == VocabModel::Spm) {
+        spm_.emplace(*vocab_);
+    } else {
+        pre_.emplace(vocab_->pre_tokenizer());
+        bpe_.emplace(*vocab_, vocab_->pre_tokenizer().ignore_merges);
+    }
     for (TokenId id = 0; id < vocab_->size(); ++id)
         if (is_special_type(vocab_->type(id)) && !vocab_->text(id).empty()) specials_.push_back(id);
     std::stable_sort(specials_.begin(), specials_.end(),
@@ -58,19 +62,25 @@ std::vector<TokenId> Tokenizer::tokenize(std::string_view text, const TokenizeOp
 
     std::vector<TokenId> out;
     if (opts.add_bos && vocab_->add_bos()) out.push_back(vocab_->bos());
+    bool after_special = true;  // SPM: the start of the text counts as following a special token
     for (const Fragment& f : fragments) {
-        if (f.token != kNoToken)
+        if (f.token != kNoToken) {
             out.push_back(f.token);
-        else
-            encode_text(text.substr(f.offset, f.length), out);
+            after_special = true;
+        } else if (spm_) {
+            spm_->encode(text.substr(f.offset, f.length), after_special && vocab_->add_space_prefix(), out);
+            after_special = false;
+        } else {
+            encode_bpe(text.substr(f.offset, f.length), out);
+        }
     }
     if (opts.add_eos && vocab_->add_eos()) out.push_back(vocab_->eos());
     return out;
 }
 
-void Tokenizer::encode_text(std::string_view text, std::vector<TokenId>& out) const {
+void Tokenizer::encode_bpe(std::string_view text, std::vector<TokenId>& out) const {
     const std::string valid = utf8_repair(text);
-    for (const TextSpan& word : pre_.split(valid)) bpe_.encode(std::string_view(valid).substr(word.offset, word.length), out);
+    for (const TextSpan& word : pre_->split(valid)) bpe_->encode(std::string_view(valid).substr(word.offset, word.length), out);
 }
 
 }  // namespace tessel::vocab
