@@ -11,6 +11,9 @@ bool is_special_type(TokenType t) {
     return t == TokenType::Control || t == TokenType::UserDefined || t == TokenType::Unknown;
 }
 
+/// C isspace in the "C" locale, as llama.cpp strips around special tokens.
+bool is_c_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+
 /// A piece of the input: either a special token or a run of plain text.
 struct Fragment {
     TokenId token;  // kNoToken for plain text
@@ -42,6 +45,7 @@ std::vector<TokenId> Tokenizer::tokenize(std::string_view text, const TokenizeOp
         const TokenType type = vocab_->type(special);
         if (!opts.parse_special && type != TokenType::UserDefined) continue;
         const std::string& needle = vocab_->text(special);
+        const bool rstrip = vocab_->rstrip(special);
         next.clear();
         for (const Fragment& f : fragments) {
             if (f.token != kNoToken) {
@@ -54,6 +58,8 @@ std::vector<TokenId> Tokenizer::tokenize(std::string_view text, const TokenizeOp
                 if (at > done) next.push_back({kNoToken, f.offset + done, at - done});
                 next.push_back({special, f.offset + at, needle.size()});
                 done = at + needle.size();
+                if (rstrip)
+                    while (done < hay.size() && is_c_space(hay[done])) ++done;
             }
             if (done < hay.size()) next.push_back({kNoToken, f.offset + done, hay.size() - done});
         }

@@ -33,7 +33,8 @@ public:
     /// Token ids of `text` (any bytes). In order:
     /// 1. Special tokens are cut out, longest text first (ties: lower id first): UserDefined
     ///    tokens always, Control and Unknown ones only with parse_special. Matching is by exact
-    ///    bytes; the remaining fragments are plain text.
+    ///    bytes; the remaining fragments are plain text. After a token with Vocab::rstrip the
+    ///    whitespace that follows it is dropped.
     /// 2. BPE: in each fragment, bytes that do not start a valid UTF-8 sequence become U+FFFD;
     ///    the pre-tokenizer cuts it into words and BPE encodes each word.
     ///    SPM: a fragment at the start of the text or right after a special token gets a space

@@ -45,6 +45,13 @@ std::string quoted(std::string_view text) {
     return out + "'";
 }
 
+/// Whether general.name names a Phi-3 model (llama.cpp's test: "phi-3" or "phi3", any case).
+bool is_phi3(std::string_view name) {
+    std::string lower(name);
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](char c) { return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c; });
+    return lower.find("phi-3") != std::string::npos || lower.find("phi3") != std::string::npos;
+}
+
 /// Reads the tokenizer keys of one file; every error names the file and the key.
 class KeyReader {
 public:
@@ -207,6 +214,15 @@ Vocab Vocab::load(const gguf::File& file) {
         TokenId id = v.find(byte_token_text(static_cast<uint8_t>(b)));
         if (id == kNoToken) id = v.find(std::string(1, static_cast<char>(b)));
         v.byte_tokens_[static_cast<size_t>(b)] = id;
+    }
+
+    if (const std::string* name = keys.string("general.name"); name && is_phi3(*name)) {
+        v.rstrip_.assign(n, false);
+        for (size_t i = 0; i < n; ++i)
+            v.rstrip_[i] = v.types_[i] == TokenType::Control || v.types_[i] == TokenType::UserDefined ||
+                           v.types_[i] == TokenType::Unknown || v.texts_[i] == "</s>";
+        for (const char* keep : {"<unk>", "<s>", "<|endoftext|>"})
+            if (const TokenId id = v.find(keep); id != kNoToken) v.rstrip_[static_cast<size_t>(id)] = false;
     }
 
     // llama.cpp's SentencePiece defaults for absent ids: <unk> 0, <s> 1, </s> 2.

@@ -62,6 +62,8 @@ public:
     ///   a BOS id and, for BPE, the pre-tokenizer asks for it (SPM always does); no EOS). A key
     ///   that asks for a BOS/EOS without an id is an error.
     /// - tokenizer.ggml.add_space_prefix (bool, optional; default true for SPM, false for BPE).
+    /// - general.name (string, optional): when it contains "phi-3" or "phi3" (any case), the
+    ///   special tokens strip whitespace after them (see rstrip()), as llama.cpp sets for Phi-3.
     /// - tokenizer.ggml.pre (string, optional, "default" when absent): for BPE an unknown value
     ///   throws Error(Unsupported) listing the supported ones; SPM does not use it.
     /// A key with the wrong type throws Error(GgufWrongValueType) (the GGUF reader already rejects
@@ -90,6 +92,10 @@ public:
     /// whose text is byte_token_text(b) ("<0x0A>"), else the one whose text is that single
     /// byte, else kNoToken.
     TokenId byte_token(uint8_t b) const { return byte_tokens_[b]; }
+    /// True when tokenize() drops the whitespace that follows a match of special token `id` (a
+    /// per-model rule of llama.cpp, no GGUF key: Phi-3's special tokens but <unk>, <s> and
+    /// <|endoftext|>). `id` must be valid.
+    bool rstrip(TokenId id) const { return !rstrip_.empty() && rstrip_[static_cast<size_t>(id)]; }
     /// True when 0 <= id < size().
     bool valid(TokenId id) const { return id >= 0 && id < size(); }
     /// The token whose text is exactly `text` (the last one when texts repeat), or kNoToken.
@@ -123,6 +129,7 @@ private:
     std::vector<TokenType> types_;
     std::vector<float> scores_;  ///< empty when the file has no scores
     std::array<TokenId, 256> byte_tokens_{};
+    std::vector<bool> rstrip_;  ///< empty when no token strips
     std::unordered_map<std::string, TokenId, StringHash, std::equal_to<>> ids_;
     std::vector<std::pair<std::string, std::string>> merges_;
     TokenId bos_ = kNoToken, eos_ = kNoToken, eot_ = kNoToken, pad_ = kNoToken, unk_ = kNoToken;

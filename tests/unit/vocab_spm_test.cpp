@@ -95,6 +95,34 @@ TEST(VocabSpm, SpacePrefixAtTheStartAndAfterSpecialTokens) {
     EXPECT_EQ(no_prefix.tokenize("<start_of_turn>hi", {false, false, true}), (Ids{turn, hi}));
 }
 
+// llama.cpp gives the special tokens of models named Phi-3 the rstrip attribute (no GGUF key).
+TEST(VocabSpm, Phi3SpecialTokensStripTheWhitespaceAfterThem) {
+    TinySpmVocab tv;
+    const TokenId sp_hi = tv.add(" hi", -1.0f);
+    const TokenId sp = tv.add(" ", -2.0f);
+    const TokenId hi = tv.add("hi", -3.0f);
+    const TokenId nl = TinySpmVocab::byte('\n');
+    const TokenId user = tv.add("<|user|>", 0.0f, TokenType::Control);
+    const TokenId eot = tv.add("<|endoftext|>", 0.0f, TokenType::Control);
+    const TokenId tool = tv.add("<tool>", 0.0f, TokenType::UserDefined);
+    const TokenizeOptions special{false, false, true};
+    gguf::Writer w = tv.writer();
+    const Tokenizer plain(test::load(w));
+    EXPECT_EQ(plain.tokenize("<|user|>\nhi", special), (Ids{user, sp, nl, hi}));
+    w.set("general.name", Value::string("Phi3"));
+    const Tokenizer phi3(test::load(w));
+    EXPECT_TRUE(phi3.vocab().rstrip(user));
+    EXPECT_TRUE(phi3.vocab().rstrip(2));   // </s>
+    EXPECT_FALSE(phi3.vocab().rstrip(1));  // <s>
+    EXPECT_FALSE(phi3.vocab().rstrip(eot));
+    EXPECT_FALSE(phi3.vocab().rstrip(sp_hi));
+    EXPECT_EQ(phi3.tokenize("<|user|>\n \thi", special), (Ids{user, sp_hi}));
+    EXPECT_EQ(phi3.tokenize("<tool> hi<tool>  ", kPlain), (Ids{tool, sp_hi, tool}));
+    EXPECT_EQ(phi3.tokenize("<|endoftext|>\nhi", special)[1], sp);
+    w.set("general.name", Value::string("microsoft/Phi-3-mini"));
+    EXPECT_TRUE(test::load(w).rstrip(user));
+}
+
 TEST(VocabSpm, ByteFallbackForCharactersThatAreNotTokens) {
     TinySpmVocab tv;
     const TokenId e_acute = tv.add("\xC3\xA9", -1.0f);
