@@ -13,7 +13,8 @@ std::string token_to_piece(const Vocab& vocab, TokenId id, bool special) {
                     "token id " + std::to_string(id) + " is outside the vocabulary (" + std::to_string(vocab.size()) + " tokens)");
     switch (vocab.type(id)) {
         case TokenType::Normal:
-            return vocab.model() == VocabModel::Spm ? spm_unescape_spaces(vocab.text(id)) : symbols_to_bytes(vocab.text(id));
+            if (vocab.model() == VocabModel::Spm || vocab.pre_tokenizer().spm_style) return spm_unescape_spaces(vocab.text(id));
+            return symbols_to_bytes(vocab.text(id));
         case TokenType::Byte: return std::string(1, static_cast<char>(vocab.byte_value(id)));  // checked at load
         case TokenType::UserDefined: return vocab.text(id);
         case TokenType::Control:

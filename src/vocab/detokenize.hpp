@@ -12,7 +12,7 @@ namespace tessel::vocab {
 
 /// The bytes token `id` stands for (llama.cpp's token_to_piece with no strip):
 /// - Normal: BPE: its byte-level symbols decoded to bytes (may be part of a UTF-8 character);
-///   SPM: its text with U+2581 written as a space;
+///   SPM and spm_style BPE (gemma4): its text with U+2581 written as a space;
 /// - Byte: the one byte of its <0xXX> text;
 /// - UserDefined: its text as stored;
 /// - Control and Unknown: its text when `special`, else nothing;

@@ -1,6 +1,9 @@
 #include "vocab/spm.hpp"
 
+#include <algorithm>
 #include <queue>
+
+#include "vocab/utf8.hpp"
 
 namespace tessel::vocab {
 namespace {
@@ -25,15 +28,6 @@ struct LowerCandidate {
         return a.score != b.score ? a.score < b.score : a.left > b.left;
     }
 };
-
-/// Bytes of the symbol starting with `lead`, from its high nibble alone (continuation and
-/// invalid lead bytes included), as llama.cpp's SPM splits text.
-uint32_t symbol_length(unsigned char lead) {
-    if (lead < 0xC0) return 1;
-    if (lead < 0xE0) return 2;
-    if (lead < 0xF0) return 3;
-    return 4;
-}
 
 std::string replace_all(std::string_view text, std::string_view from, std::string_view to) {
     std::string out;
@@ -70,8 +64,8 @@ void SpmModel::encode(std::string_view raw, bool space_prefix, std::vector<Token
 
     std::vector<Symbol> syms;
     for (uint32_t at = 0; at < text.size();) {
-        const uint32_t len = std::min<uint32_t>(symbol_length(static_cast<unsigned char>(text[at])),
-                                                static_cast<uint32_t>(text.size()) - at);
+        const auto len = static_cast<uint32_t>(
+            std::min<size_t>(utf8_lead_length(static_cast<unsigned char>(text[at])), text.size() - at));
         const auto i = static_cast<int32_t>(syms.size());
         syms.push_back({at, len, i - 1, at + len < text.size() ? i + 1 : -1});
         at += len;

@@ -29,7 +29,7 @@ Tokenizer::Tokenizer(Vocab vocab)
         spm_.emplace(*vocab_);
     } else {
         pre_.emplace(vocab_->pre_tokenizer());
-        bpe_.emplace(*vocab_, vocab_->pre_tokenizer().ignore_merges);
+        bpe_.emplace(*vocab_, vocab_->pre_tokenizer().ignore_merges, vocab_->pre_tokenizer().spm_style);
     }
     for (TokenId id = 0; id < vocab_->size(); ++id)
         if (is_special_type(vocab_->type(id)) && !vocab_->text(id).empty()) specials_.push_back(id);
@@ -85,7 +85,7 @@ std::vector<TokenId> Tokenizer::tokenize(std::string_view text, const TokenizeOp
 }
 
 void Tokenizer::encode_bpe(std::string_view text, std::vector<TokenId>& out) const {
-    const std::string valid = utf8_repair(text);
+    const std::string valid = utf8_repair(vocab_->pre_tokenizer().spm_style ? spm_escape_spaces(text) : std::string(text));
     for (const TextSpan& word : pre_->split(valid)) bpe_->encode(std::string_view(valid).substr(word.offset, word.length), out);
 }
 

@@ -35,8 +35,9 @@ public:
     ///    tokens always, Control and Unknown ones only with parse_special. Matching is by exact
     ///    bytes; the remaining fragments are plain text. After a token with Vocab::rstrip the
     ///    whitespace that follows it is dropped.
-    /// 2. BPE: in each fragment, bytes that do not start a valid UTF-8 sequence become U+FFFD;
-    ///    the pre-tokenizer cuts it into words and BPE encodes each word.
+    /// 2. BPE: in each fragment (spaces written as U+2581 first for a spm_style pre-tokenizer,
+    ///    gemma4), bytes that do not start a valid UTF-8 sequence become U+FFFD; the
+    ///    pre-tokenizer cuts it into words and BPE encodes each word.
     ///    SPM: a fragment at the start of the text or right after a special token gets a space
     ///    before it when Vocab::add_space_prefix (as llama.cpp); SpmModel encodes it as is.
     /// BOS/EOS are added per `opts`. Thread-safe.

@@ -141,16 +141,17 @@ Vocab Vocab::load(const gguf::File& file) {
     const std::string* model_ptr = keys.string(kModel);
     if (!model_ptr) keys.fail(ErrorCode::InvalidArgument, kModel, "missing (not a tokenizer GGUF file?)");
     const std::string& model_name = *model_ptr;
-    if (model_name == "gpt2")
+    if (model_name == "gpt2" || model_name == "gemma4")
         v.model_ = VocabModel::Bpe;
     else if (model_name == "llama")
         v.model_ = VocabModel::Spm;
     else
-        keys.fail(ErrorCode::Unsupported, kModel, "unknown tokenizer model '" + model_name + "' (supported: gpt2, llama)");
+        keys.fail(ErrorCode::Unsupported, kModel,
+                  "unknown tokenizer model '" + model_name + "' (supported: gpt2, llama, gemma4)");
     const bool spm = v.model_ == VocabModel::Spm;
 
     const std::string* pre = keys.string(kPre);
-    v.pre_ = pre ? *pre : "default";
+    v.pre_ = model_name == "gemma4" ? "gemma4" : pre ? *pre : "default";  // gemma4 implies its pre-tokenizer
     v.pre_spec_ = find_pre_tokenizer(spm ? "default" : v.pre_);  // SentencePiece has no pre-tokenizer
     if (!v.pre_spec_)
         keys.fail(ErrorCode::Unsupported, kPre,
@@ -233,6 +234,7 @@ Vocab Vocab::load(const gguf::File& file) {
     v.pad_ = keys.token_id("tokenizer.ggml.padding_token_id", n, kNoToken);
     v.unk_ = keys.token_id("tokenizer.ggml.unknown_token_id", n, default_id(0));
     v.add_bos_ = keys.flag(kAddBos, (spm || v.pre_spec_->add_bos) && v.bos_ != kNoToken);
+    if (v.pre_spec_->spm_style && v.bos_ != kNoToken) v.add_bos_ = true;  // llama.cpp overrides add_bos_token = false for gemma4
     v.add_eos_ = keys.flag(kAddEos, false);
     v.add_space_prefix_ = keys.flag(kAddSpacePrefix, spm);
     if (v.add_bos_ && v.bos_ == kNoToken)

@@ -4,7 +4,8 @@
 //
 // Format source: GGUF specification, "Tokenizer" keys (ggml docs/gguf.md); token type values
 // are those of gguf-py's TokenType. Supported models: byte-level BPE (tokenizer.ggml.model =
-// "gpt2") and SentencePiece BPE ("llama"); defaults of absent keys follow llama.cpp's loader.
+// "gpt2"), SentencePiece BPE ("llama") and gemma4's SentencePiece-style merges BPE ("gemma4");
+// defaults of absent keys follow llama.cpp's loader.
 #pragma once
 
 #include <array>
@@ -38,15 +39,17 @@ enum class TokenType : int32_t {
 
 /// The tokenizer algorithm named by tokenizer.ggml.model.
 enum class VocabModel {
-    Bpe,  ///< "gpt2": byte-level BPE with merges and a regex pre-tokenizer
+    Bpe,  ///< "gpt2", "gemma4": BPE with merges and a regex pre-tokenizer (PreTokenizerSpec)
     Spm,  ///< "llama": SentencePiece BPE by token score, spaces written as U+2581, byte fallback
 };
 
 class Vocab {
 public:
     /// Reads the tokenizer keys of `file`:
-    /// - tokenizer.ggml.model (string, required): "gpt2" (Bpe) or "llama" (Spm); any other value
-    ///   throws Error(Unsupported) naming it.
+    /// - tokenizer.ggml.model (string, required): "gpt2" (Bpe), "llama" (Spm) or "gemma4" (Bpe with
+    ///   the gemma4 pre-tokenizer whatever tokenizer.ggml.pre says, BOS always added when there
+    ///   is one); any other
+    ///   value throws Error(Unsupported) naming it.
     /// - tokenizer.ggml.tokens (string array, required, 1..2^31-1 entries).
     /// - tokenizer.ggml.token_type (integer array, optional: all Normal when absent; same length
     ///   as tokens, values 0..6). A Byte token's text must be `<0xXX>` (byte_token.hpp), else

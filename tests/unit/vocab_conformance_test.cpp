@@ -2,7 +2,7 @@
 // GGUF files (format: shared/peer-data/README.md). Sources: the shared peer data (gpt-2,
 // llama-spm, phi-3) and the models/ folder of the pinned llama-cpp-python sdist
 // (scripts/peer/fetch-sdist.sh), of which every byte-level BPE file whose pre-tokenizer tessel
-// supports and every SentencePiece file is run.
+// supports, every SentencePiece file and gemma-4 (BPE on raw UTF-8 with U+2581 spaces) is run.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -132,9 +132,9 @@ TEST(VocabConformance, VocabsFromPeerSdist) {
         ran.insert(p.stem().string());
     }
     // The pre-tokenizers and models the issues ask for must have run (smollm shares starcoder's
-    // regexes; llama-spm and phi-3 are SentencePiece).
+    // regexes; llama-spm and phi-3 are SentencePiece, gemma-4 SentencePiece-style BPE).
     for (const char* required : {"ggml-vocab-gpt-2", "ggml-vocab-llama-bpe", "ggml-vocab-qwen2", "ggml-vocab-starcoder",
-                                 "ggml-vocab-llama-spm", "ggml-vocab-phi-3"})
+                                 "ggml-vocab-llama-spm", "ggml-vocab-phi-3", "ggml-vocab-gemma-4"})
         EXPECT_TRUE(ran.count(required)) << required << " did not run";
 }
 

@@ -214,6 +214,45 @@ TEST(VocabSpm, LoadReadsScoresAndSpacePrefix) {
     EXPECT_FALSE(test::load(w).add_space_prefix());
 }
 
+// tokenizer.ggml.model = "gemma4": BPE merges by rank on raw UTF-8 characters, spaces as U+2581
+// (no space prefix), <0xXX> byte fallback, BOS always added (llama.cpp's gemma4 rules).
+TEST(VocabSpm, Gemma4MergesRawUtf8WithEscapedSpaces) {
+    TinySpmVocab tv;
+    const TokenId sp = tv.add(" ", 0.0f);
+    const TokenId h = tv.add("h", 0.0f);
+    const TokenId i = tv.add("i", 0.0f);
+    const TokenId sp_h = tv.add(" h", 0.0f);
+    const TokenId sp_hi = tv.add(" hi", 0.0f);
+    const TokenId nl = tv.add("\n", 0.0f);
+    const TokenId nl2 = tv.add("\n\n", 0.0f);
+    const TokenId e_acute = tv.add("\xC3\xA9", 0.0f);
+    gguf::Writer w = tv.writer();
+    w.set("tokenizer.ggml.model", Value::string("gemma4"));
+    w.set("tokenizer.ggml.pre", Value::string("gpt-2"));  // ignored: gemma4 has its own
+    const std::string sp_text(kSpmSpace);
+    w.set("tokenizer.ggml.merges", Value::strings({sp_text + " h", sp_text + "h i"}));
+    w.set("tokenizer.ggml.add_space_prefix", Value::boolean(false));
+    w.set("tokenizer.ggml.bos_token_id", Value::u32(1));
+    w.set("tokenizer.ggml.add_bos_token", Value::boolean(false));  // llama.cpp adds BOS anyway
+    const Tokenizer tok(test::load(w));
+    EXPECT_EQ(tok.vocab().model(), VocabModel::Bpe);
+    EXPECT_EQ(tok.vocab().pre(), "gemma4");
+    EXPECT_TRUE(tok.vocab().add_bos());
+    EXPECT_EQ(tok.vocab().bos(), 1);
+    EXPECT_EQ(tok.tokenize("hi", kPlain), (Ids{h, i}));  // no "h i" merge, no space prefix
+    EXPECT_EQ(tok.tokenize(" hi h", kPlain), (Ids{sp_hi, sp_h}));
+    EXPECT_EQ(tok.tokenize("\xC3\xA9 ", kPlain), (Ids{e_acute, sp}));
+    // A run of newlines that is a token is taken whole; one that is not goes character by character.
+    EXPECT_EQ(tok.tokenize("h\n\n", kPlain), (Ids{h, nl2}));
+    EXPECT_EQ(tok.tokenize("\n\n\n", kPlain), (Ids{nl, nl, nl}));
+    // A character that is no token: its <0xXX> tokens.
+    EXPECT_EQ(tok.tokenize("\xE4\xB8\xAD", kPlain),
+              (Ids{TinySpmVocab::byte('\xE4'), TinySpmVocab::byte('\xB8'), TinySpmVocab::byte('\xAD')}));
+    EXPECT_EQ(tok.tokenize("hi"), (Ids{tok.vocab().bos(), h, i}));
+    for (const char* text : {" hi h", "\n\n\n \xE4\xB8\xAD\xC3\xA9", "  h  "})
+        EXPECT_EQ(detokenize(tok.vocab(), tok.tokenize(text, kPlain), false), text) << text;
+}
+
 /// Loading `w` fails with `code` and a message containing every one of `parts`.
 void expect_load_error(const gguf::Writer& w, ErrorCode code, std::initializer_list<std::string> parts) {
     try {
