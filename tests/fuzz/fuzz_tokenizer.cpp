@@ -5,16 +5,18 @@
 // it SentencePiece), byte 1 holds options, the rest is the text (for an input vocabulary, first
 // the vocabulary itself).
 //
-// - The closed vocabularies (built once): one byte-level BPE vocabulary per pre-tokenizer (the
-//   256 byte symbols, merges whose every result is a token, a few special tokens) and one
+// - The closed vocabularies (built once): one BPE vocabulary per pre-tokenizer (the 256 byte
+//   symbols, or for gemma4 the 256 <0xXX> byte tokens, "▁" and raw UTF-8 texts with spaces as "▁";
+//   merges whose every result is a token; a few special tokens) and one
 //   SentencePiece vocabulary (the 256 byte tokens, "▁", pieces whose every merge step is a token,
 //   the same special tokens). Here these must hold for any input:
 //   * utf8_repair's output is valid UTF-8 and leaves valid input unchanged;
 //   * the pre-tokenizer's pieces are non-empty, in order, cover the repaired text exactly and
 //     start and end on character boundaries;
 //   * bytes -> byte-level symbols -> bytes is the identity;
-//   * every token id is in the vocabulary; BPE: detokenize(tokenize(x)) is x when x is valid
-//     UTF-8 (special tokens rendered; every BPE symbol is a token, so nothing is dropped), and
+//   * every token id is in the vocabulary; BPE: detokenize(tokenize(x)) is x (gemma4: with
+//     U+2581 as a space) when x is valid UTF-8 (special tokens rendered; every BPE symbol is a
+//     token or falls back to byte tokens, so nothing is dropped), and
 //     valid UTF-8 otherwise; SPM: detokenize(tokenize(x)) is x with U+2581 as a space when x is
 //     valid UTF-8 and no special token was split out (those add a space prefix after them);
 //     streamed through Utf8Stream the pieces join to the same text (less the space detokenize
@@ -90,6 +92,24 @@ constexpr const char* kWords[] = {
     "\xE6\x97\xA5\xE6\x9C\xAC", "\xF0\x9F\xA6\x99", "\xE2\x80\x94", " \xCE\xB1\xCE\xB2",
 };
 
+/// The characters of valid UTF-8 `text`.
+std::vector<std::string> utf8_chars(std::string_view text) {
+    std::vector<std::string> chars;
+    for (size_t at = 0; at < text.size();) {
+        const size_t n = std::max<size_t>(1, utf8_valid_length(text.substr(at)));
+        chars.emplace_back(text.substr(at, n));
+        at += n;
+    }
+    return chars;
+}
+
+/// The byte-level symbols of `text`, one per byte.
+std::vector<std::string> byte_symbols(std::string_view text) {
+    std::vector<std::string> syms;
+    for (const char c : text) syms.emplace_back(byte_to_symbol(static_cast<uint8_t>(c)));
+    return syms;
+}
+
 struct ClosedVocab {
     std::vector<std::string> tokens;
     std::vector<int32_t> types;
@@ -123,11 +143,18 @@ struct ClosedVocab {
 
 /// The closed vocabulary's tokenizer keys with pre-tokenizer `pre`, loaded.
 Vocab closed_vocab(const std::string& pre) {
+    // gemma4-style (spm_style) specs merge raw UTF-8 characters with spaces as "▁" and fall back
+    // to <0xXX> byte tokens; the others merge byte-level symbols.
+    const bool raw = find_pre_tokenizer(pre)->spm_style;
     ClosedVocab v;
-    for (int b = 0; b < 256; ++b) v.add(std::string(byte_to_symbol(static_cast<uint8_t>(b))), TokenType::Normal);
+    for (int b = 0; b < 256; ++b)
+        if (raw)
+            v.add(byte_token_text(static_cast<uint8_t>(b)), TokenType::Byte);
+        else
+            v.add(std::string(byte_to_symbol(static_cast<uint8_t>(b))), TokenType::Normal);
+    if (raw) v.add(std::string(kSpmSpace), TokenType::Normal);  // so every "▁" decodes to a space, as in real vocabularies
     for (const char* word : kWords) {
-        std::vector<std::string> syms;
-        for (const char c : std::string_view(word)) syms.emplace_back(byte_to_symbol(static_cast<uint8_t>(c)));
+        const std::vector<std::string> syms = raw ? utf8_chars(spm_escape_spaces(word)) : byte_symbols(word);
         // Left to right (the, th+e), then neighbouring pairs, so merges overlap and compete.
         std::string acc = syms[0];
         for (size_t i = 1; i < syms.size(); ++i) v.merge(acc, syms[i]), acc += syms[i];
@@ -157,13 +184,7 @@ Vocab closed_spm_vocab(bool space_prefix) {
     for (int b = 0; b < 256; ++b) v.add(byte_token_text(static_cast<uint8_t>(b)), TokenType::Byte);
     v.add(std::string(kSpmSpace), TokenType::Normal);
     for (const char* word : kWords) {
-        const std::string escaped = spm_escape_spaces(word);
-        std::vector<std::string> chars;
-        for (size_t at = 0; at < escaped.size();) {
-            const size_t n = std::max<size_t>(1, utf8_valid_length(std::string_view(escaped).substr(at)));
-            chars.push_back(escaped.substr(at, n));
-            at += n;
-        }
+        const std::vector<std::string> chars = utf8_chars(spm_escape_spaces(word));
         std::string acc = chars[0];
         for (size_t i = 1; i < chars.size(); ++i) acc += chars[i], v.add(acc, TokenType::Normal);
         for (size_t i = 1; i < chars.size(); ++i) v.add(chars[i - 1] + chars[i], TokenType::Normal);
@@ -246,8 +267,11 @@ void check_closed(const Closed& c, std::string_view text, uint8_t options) {
         // split out puts a space prefix on the text after it, which detokenize keeps.
         const bool split = std::any_of(ids.begin(), ids.end(), [&](TokenId id) { return v.type(id) != TokenType::Normal && v.type(id) != TokenType::Byte; });
         if (valid && !split && out != spm_unescape_spaces(text)) broken("SPM: detokenize(tokenize(x)) != x with spaces", text);
-    } else if (valid ? out != text : !valid_utf8(out)) {
-        broken(valid ? "detokenize(tokenize(x)) != x" : "detokenized text is not UTF-8", text);
+    } else {
+        // BPE: gemma4-style vocabularies give U+2581 back as a space, like SPM.
+        const std::string want = v.pre_tokenizer().spm_style ? spm_unescape_spaces(text) : std::string(text);
+        if (valid ? out != want : !valid_utf8(out))
+            broken(valid ? "detokenize(tokenize(x)) != x" : "detokenized text is not UTF-8", text);
     }
     if (valid && !valid_utf8(out)) broken("detokenized valid text is not UTF-8", text);
 

@@ -48,12 +48,12 @@ def tokenizer_seeds():
         b"\xff\xfe invalid \xc3 utf-8 \xed\xa0\x80 \xf4\x90\x80\x80",
     ]
     seeds = {}
-    for spec in range(8):  # one per pre-tokenizer (selector % number of closed vocabularies)
+    for spec in range(9):  # one per pre-tokenizer (selector % number of closed vocabularies); 8: gemma4
         seeds[f"closed_{spec}"] = bytes([spec, spec & 7]) + texts[spec % len(texts)]
-    # the closed SentencePiece vocabulary after the 8 pre-tokenizers: 8 with the space prefix, 9 without
-    # (options: bit 0 BOS, 1 EOS, 2 parse special)
-    seeds["closed_spm_8"] = bytes([8, 0x00]) + texts[1] + " ▁x".encode()
-    seeds["closed_spm_9"] = bytes([9, 0x07]) + texts[3] + texts[4]
+    # the closed SentencePiece vocabulary after the 9 pre-tokenizers: 9 with the space prefix, 10
+    # without (options: bit 0 BOS, 1 EOS, 2 parse special)
+    seeds["closed_spm_9"] = bytes([9, 0x00]) + texts[1] + " \u2581x".encode()
+    seeds["closed_spm_10"] = bytes([10, 0x07]) + texts[3] + texts[4]
     # an input vocabulary: 4 tokens (kind byte: bit 0 = a byte symbol, else a length-prefixed text;
     # kind >> 1 = 1: Normal), 2 merges (left, right, flag 1 = "left right"), specials byte 0x01 (a
     # BOS id) and its id, text
