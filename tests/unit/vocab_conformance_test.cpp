@@ -70,6 +70,8 @@ std::string ids_text(const std::vector<TokenId>& ids) {
 }
 
 /// Runs every case of one file with no BOS/EOS and special tokens not parsed; returns the count.
+/// Every case also round-trips exactly: for SentencePiece, detokenize drops the one leading space
+/// tokenize added (add_space_prefix), as llama.cpp's llama_detokenize does.
 size_t run_cases(const fs::path& gguf, const Tokenizer& tok) {
     const std::vector<Case> cases = read_cases(gguf);
     EXPECT_FALSE(cases.empty()) << gguf;
