@@ -1,6 +1,7 @@
 // Text -> token ids for a loaded vocabulary: special tokens are cut out of the text first, then
-// each remaining fragment is encoded by the vocabulary's model: byte-level BPE (repaired to valid
-// UTF-8, pre-tokenized by regex, encoded word by word) or SentencePiece (spm.hpp).
+// each remaining fragment is encoded by the vocabulary's model: BPE (repaired to valid UTF-8,
+// pre-tokenized by regex, encoded word by word; byte-level, or for gemma4 raw UTF-8 with spaces as
+// U+2581) or SentencePiece (spm.hpp).
 #pragma once
 
 #include <memory>
