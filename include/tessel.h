@@ -191,8 +191,9 @@ TESSEL_API tessel_status tessel_tokenize(const tessel_model* model, const char* 
                                          bool parse_special, int32_t* tokens, size_t capacity, size_t* n_needed);
 
 /* The bytes of tokens[0..n_tokens) concatenated (control tokens as their text only when
- * `special`) into buf[0..buf_size), NUL-terminated. *n_needed: the byte length (Buffers above).
- * INVALID_ARGUMENT for a token outside the vocabulary. */
+ * `special`) into buf[0..buf_size), NUL-terminated; a SentencePiece vocabulary that adds a space
+ * prefix loses one leading space of the first piece, as in llama.cpp. *n_needed: the byte length
+ * (Buffers above). INVALID_ARGUMENT for a token outside the vocabulary. */
 TESSEL_API tessel_status tessel_detokenize(const tessel_model* model, const int32_t* tokens, size_t n_tokens, bool special,
                                            char* buf, size_t buf_size, size_t* n_needed);
 

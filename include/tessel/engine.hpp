@@ -112,7 +112,10 @@ public:
     /// Bytes of one token (special tokens render as their text only when `special`); may be
     /// part of a UTF-8 character. Throws Error(InvalidArgument) for a token outside 0..n_vocab-1.
     std::string token_to_piece(int32_t token, bool special = false) const;
-    /// The concatenated bytes of `tokens` (token_to_piece of each). Throws like token_to_piece.
+    /// The concatenated bytes of `tokens` (token_to_piece of each), as llama.cpp's detokenize: for
+    /// a SentencePiece vocabulary that adds a space prefix, one leading space of the first piece
+    /// is dropped (the one tokenize added), so detokenize(tokenize(text, false)) == text.
+    /// Throws like token_to_piece.
     std::string detokenize(std::span<const int32_t> tokens, bool special = false) const;
     /// End-of-generation tokens (eos, eot, <|im_end|>, <|endoftext|>, ...).
     bool is_eog(int32_t token) const;

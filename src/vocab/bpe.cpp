@@ -1,8 +1,11 @@
 #include "vocab/bpe.hpp"
 
+#include <algorithm>
 #include <queue>
 
 #include "vocab/byte_level.hpp"
+#include "vocab/byte_token.hpp"
+#include "vocab/utf8.hpp"
 
 namespace tessel::vocab {
 namespace {
@@ -35,7 +38,8 @@ struct LaterCandidate {
 
 }  // namespace
 
-BpeModel::BpeModel(const Vocab& vocab, bool ignore_merges) : vocab_(&vocab), ignore_merges_(ignore_merges) {
+BpeModel::BpeModel(const Vocab& vocab, bool ignore_merges, bool raw_utf8)
+    : vocab_(&vocab), ignore_merges_(ignore_merges), raw_utf8_(raw_utf8) {
     const auto& merges = vocab.merges();
     merges_.reserve(merges.size());
     for (size_t rank = 0; rank < merges.size(); ++rank) {
@@ -57,6 +61,12 @@ int32_t BpeModel::symbol_id(const std::string& text, bool add) {
     return id;
 }
 
+int32_t BpeModel::find_symbol(std::string_view text) const {
+    if (const TokenId id = vocab_->find(text); id != kNoToken) return id;
+    const auto it = extra_ids_.find(std::string(text));
+    return it == extra_ids_.end() ? -1 : it->second;
+}
+
 const BpeModel::Merge* BpeModel::find_merge(int32_t left, int32_t right) const {
     if (left < 0 || right < 0) return nullptr;
     const auto it = merges_.find(pair_key(left, right));
@@ -68,23 +78,34 @@ void BpeModel::emit(std::string_view bytes, int32_t id, std::vector<TokenId>& ou
         out.push_back(id);
         return;
     }
+    if (raw_utf8_) {
+        for (const char c : bytes)
+            if (const TokenId t = vocab_->find(byte_token_text(static_cast<uint8_t>(c))); t != kNoToken) out.push_back(t);
+        return;
+    }
     for (char c : bytes_to_symbols(bytes))
         if (const TokenId t = vocab_->find(std::string_view(&c, 1)); t != kNoToken) out.push_back(t);
 }
 
 void BpeModel::encode(std::string_view word, std::vector<TokenId>& out) const {
     if (word.empty()) return;
-    if (ignore_merges_) {
-        if (const TokenId id = vocab_->find(bytes_to_symbols(word)); id != kNoToken) {
+    const bool newlines = raw_utf8_ && word.find_first_not_of('\n') == std::string_view::npos;
+    if (ignore_merges_ || newlines) {
+        if (const TokenId id = vocab_->find(raw_utf8_ ? std::string(word) : bytes_to_symbols(word)); id != kNoToken) {
             out.push_back(id);
             return;
         }
     }
-    const auto n = static_cast<int32_t>(word.size());
-    std::vector<Symbol> syms(static_cast<size_t>(n));
-    for (int32_t i = 0; i < n; ++i)
-        syms[i] = {byte_ids_[static_cast<unsigned char>(word[i])], i - 1, i + 1 < n ? i + 1 : -1, static_cast<uint32_t>(i),
-                   static_cast<uint32_t>(i + 1)};
+    std::vector<Symbol> syms;
+    for (uint32_t at = 0; at < word.size();) {
+        const auto len = static_cast<uint32_t>(
+            raw_utf8_ ? std::min<size_t>(utf8_lead_length(static_cast<unsigned char>(word[at])), word.size() - at) : 1);
+        const int32_t id = raw_utf8_ ? find_symbol(word.substr(at, len)) : byte_ids_[static_cast<unsigned char>(word[at])];
+        const auto i = static_cast<int32_t>(syms.size());
+        syms.push_back({id, i - 1, at + len < word.size() ? i + 1 : -1, at, at + len});
+        at += len;
+    }
+    const auto n = static_cast<int32_t>(syms.size());
 
     std::priority_queue<Candidate, std::vector<Candidate>, LaterCandidate> queue;
     const auto consider = [&](int32_t l, int32_t r) {

@@ -2,6 +2,7 @@
 
 #include "tessel/errors.hpp"
 #include "vocab/byte_level.hpp"
+#include "vocab/spm.hpp"
 #include "vocab/utf8.hpp"
 
 namespace tessel::vocab {
@@ -11,12 +12,14 @@ std::string token_to_piece(const Vocab& vocab, TokenId id, bool special) {
         throw Error(ErrorCode::InvalidArgument,
                     "token id " + std::to_string(id) + " is outside the vocabulary (" + std::to_string(vocab.size()) + " tokens)");
     switch (vocab.type(id)) {
-        case TokenType::Normal: return symbols_to_bytes(vocab.text(id));
+        case TokenType::Normal:
+            if (vocab.model() == VocabModel::Spm || vocab.pre_tokenizer().spm_style) return spm_unescape_spaces(vocab.text(id));
+            return symbols_to_bytes(vocab.text(id));
+        case TokenType::Byte: return std::string(1, static_cast<char>(vocab.byte_value(id)));  // checked at load
         case TokenType::UserDefined: return vocab.text(id);
         case TokenType::Control:
         case TokenType::Unknown: return special ? vocab.text(id) : std::string();
         case TokenType::Unused:
-        case TokenType::Byte:
         case TokenType::Undefined: break;
     }
     return {};
@@ -24,7 +27,11 @@ std::string token_to_piece(const Vocab& vocab, TokenId id, bool special) {
 
 std::string detokenize(const Vocab& vocab, std::span<const TokenId> ids, bool special) {
     std::string out;
-    for (const TokenId id : ids) out += token_to_piece(vocab, id, special);
+    for (size_t i = 0; i < ids.size(); ++i) {
+        std::string piece = token_to_piece(vocab, ids[i], special);
+        if (i == 0 && vocab.add_space_prefix() && piece.starts_with(' ')) piece.erase(0, 1);  // the space tokenize added
+        out += piece;
+    }
     return out;
 }
 

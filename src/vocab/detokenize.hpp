@@ -10,15 +10,21 @@
 
 namespace tessel::vocab {
 
-/// The bytes token `id` stands for:
-/// - Normal: its byte-level symbols decoded to bytes (may be part of a UTF-8 character);
+/// The bytes token `id` stands for (llama.cpp's token_to_piece with no strip):
+/// - Normal: BPE: its byte-level symbols decoded to bytes (may be part of a UTF-8 character);
+///   SPM and spm_style BPE (gemma4): its text with U+2581 written as a space;
+/// - Byte: the one byte of its <0xXX> text;
 /// - UserDefined: its text as stored;
 /// - Control and Unknown: its text when `special`, else nothing;
-/// - Unused, Byte and Undefined: nothing.
+/// - Unused and Undefined: nothing.
 /// Throws tessel::Error(InvalidArgument) when `id` is not in the vocabulary.
 std::string token_to_piece(const Vocab& vocab, TokenId id, bool special);
 
-/// The concatenated pieces of `ids` (see token_to_piece).
+/// The concatenated pieces of `ids` (see token_to_piece), as llama.cpp's detokenize (nothing
+/// removed, `special` rendering Control/Unknown texts): when the vocabulary adds a space prefix
+/// (Vocab::add_space_prefix, SPM), one leading space of the first token's piece is dropped, so
+/// that detokenize(tokenize(x)) is x; a first token with no piece (BOS unrendered) drops
+/// nothing. Streaming with token_to_piece and Utf8Stream drops no space.
 std::string detokenize(const Vocab& vocab, std::span<const TokenId> ids, bool special);
 
 /// Joins pieces as they are produced and releases text only up to the last complete UTF-8

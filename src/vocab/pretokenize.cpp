@@ -35,6 +35,8 @@ const std::vector<PreTokenizerSpec>& table() {
          {R"([\r\n])", R"(\s?\p{L}+)", R"(\s?\p{P}+)", R"([\x{4E00}-\x{9FA5}\x{0800}-\x{4E00}\x{AC00}-\x{D7FF}]+)",
           R"(\p{N})"},
          false, false},
+        // gemma4: the text is one word per run of non-newlines and per run of newlines.
+        {{"gemma4"}, {R"([^\n]+|\n+)"}, false, true, true},
     };
     return specs;
 }

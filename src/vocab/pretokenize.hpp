@@ -22,6 +22,10 @@ struct PreTokenizerSpec {
     std::vector<std::string> regexes;  ///< applied in order, each to the pieces of the previous one
     bool ignore_merges = false;        ///< a word that is itself a token is not merged (Llama 3)
     bool add_bos = false;              ///< default of tokenizer.ggml.add_bos_token when absent
+    /// SentencePiece-style BPE (gemma4): spaces are written as U+2581 before splitting, merges
+    /// run on raw UTF-8 characters (no byte-level alphabet), bytes fall back to <0xXX> tokens, a
+    /// word of newlines that is a token is taken whole, and BOS is always added.
+    bool spm_style = false;
 };
 
 /// The spec selected by a tokenizer.ggml.pre value, or nullptr when tessel does not know it.

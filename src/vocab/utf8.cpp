@@ -80,6 +80,13 @@ size_t utf8_complete_prefix(std::string_view s) {
     return s.size();
 }
 
+size_t utf8_lead_length(unsigned char lead) {
+    if (lead < 0xC0) return 1;
+    if (lead < 0xE0) return 2;
+    if (lead < 0xF0) return 3;
+    return 4;
+}
+
 void utf8_append(std::string& out, uint32_t cp) {
     if (cp < 0x80) {
         out += static_cast<char>(cp);

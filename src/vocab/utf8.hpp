@@ -23,6 +23,11 @@ std::string utf8_repair(std::string_view s);
 /// Invalid bytes are never held back.
 size_t utf8_complete_prefix(std::string_view s);
 
+/// Bytes (1..4) of the character that starts with `lead`, judged by its high bits alone, as
+/// llama.cpp cuts text into BPE/SPM symbols: 0x00..0xBF 1 (continuation bytes too), 0xC0..0xDF 2,
+/// 0xE0..0xEF 3, 0xF0..0xFF 4. Callers clip it to the bytes left.
+size_t utf8_lead_length(unsigned char lead);
+
 /// Appends the UTF-8 encoding of code point `cp` (at most U+10FFFF) to `out`.
 void utf8_append(std::string& out, uint32_t cp);
 

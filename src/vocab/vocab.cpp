@@ -1,9 +1,12 @@
 #include "vocab/vocab.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "tessel/errors.hpp"
+#include "vocab/byte_token.hpp"
 
 namespace tessel::vocab {
 namespace {
@@ -18,12 +21,35 @@ constexpr const char* kMerges = "tokenizer.ggml.merges";
 constexpr const char* kPre = "tokenizer.ggml.pre";
 constexpr const char* kAddBos = "tokenizer.ggml.add_bos_token";
 constexpr const char* kAddEos = "tokenizer.ggml.add_eos_token";
+constexpr const char* kAddSpacePrefix = "tokenizer.ggml.add_space_prefix";
+constexpr const char* kScores = "tokenizer.ggml.scores";
 
 /// An integer value as int64 with UINT64 values beyond its range clamped to INT64_MAX (as_i64 would
 /// throw an error naming no key): for callers that range-check the result.
 int64_t clamped_i64(const Value& v) {
     if (v.type() == ValueType::UINT64) return static_cast<int64_t>(std::min<uint64_t>(v.as_u64(), std::numeric_limits<int64_t>::max()));
     return v.as_i64();
+}
+
+/// `text` in single quotes for an error message, bytes outside printable ASCII as \xNN.
+std::string quoted(std::string_view text) {
+    constexpr char kHex[] = "0123456789abcdef";
+    std::string out = "'";
+    for (const char c : text) {
+        const auto u = static_cast<unsigned char>(c);
+        if (u >= 0x20 && u < 0x7F && c != '\\')
+            out += c;
+        else
+            out += std::string("\\x") + kHex[u >> 4] + kHex[u & 15];
+    }
+    return out + "'";
+}
+
+/// Whether general.name names a Phi-3 model (llama.cpp's test: "phi-3" or "phi3", any case).
+bool is_phi3(std::string_view name) {
+    std::string lower(name);
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](char c) { return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c; });
+    return lower.find("phi-3") != std::string::npos || lower.find("phi3") != std::string::npos;
 }
 
 /// Reads the tokenizer keys of one file; every error names the file and the key.
@@ -63,10 +89,18 @@ public:
         return v;
     }
 
-    /// An optional token id, checked against the vocabulary size.
-    TokenId token_id(const std::string& key, size_t n_tokens) const {
+    /// An optional FLOAT32 array (nullptr when absent).
+    const Value* floats(const char* key) const {
         const Value* v = file_.find(key);
-        if (!v) return kNoToken;
+        if (!v) return nullptr;
+        if (v->type() != ValueType::ARRAY || v->array_type() != ValueType::FLOAT32) wrong_type(key, *v, "array of FLOAT32");
+        return v;
+    }
+
+    /// An optional token id, checked against the vocabulary size; `fallback` when absent.
+    TokenId token_id(const std::string& key, size_t n_tokens, TokenId fallback) const {
+        const Value* v = file_.find(key);
+        if (!v) return fallback;
         if (!is_integer(v->type())) wrong_type(key, *v, "an integer");
         const int64_t id = clamped_i64(*v);
         if (id < 0 || static_cast<uint64_t>(id) >= n_tokens)
@@ -107,15 +141,18 @@ Vocab Vocab::load(const gguf::File& file) {
     const std::string* model_ptr = keys.string(kModel);
     if (!model_ptr) keys.fail(ErrorCode::InvalidArgument, kModel, "missing (not a tokenizer GGUF file?)");
     const std::string& model_name = *model_ptr;
-    if (model_name == "llama")
-        keys.fail(ErrorCode::Unsupported, kModel, "'llama' (SentencePiece) tokenizers are not supported yet");
-    if (model_name != "gpt2")
-        keys.fail(ErrorCode::Unsupported, kModel, "unknown tokenizer model '" + model_name + "' (supported: gpt2)");
-    v.model_ = VocabModel::Bpe;
+    if (model_name == "gpt2" || model_name == "gemma4")
+        v.model_ = VocabModel::Bpe;
+    else if (model_name == "llama")
+        v.model_ = VocabModel::Spm;
+    else
+        keys.fail(ErrorCode::Unsupported, kModel,
+                  "unknown tokenizer model '" + model_name + "' (supported: gpt2, llama, gemma4)");
+    const bool spm = v.model_ == VocabModel::Spm;
 
     const std::string* pre = keys.string(kPre);
-    v.pre_ = pre ? *pre : "default";
-    v.pre_spec_ = find_pre_tokenizer(v.pre_);
+    v.pre_ = model_name == "gemma4" ? "gemma4" : pre ? *pre : "default";  // gemma4 implies its pre-tokenizer
+    v.pre_spec_ = find_pre_tokenizer(spm ? "default" : v.pre_);  // SentencePiece has no pre-tokenizer
     if (!v.pre_spec_)
         keys.fail(ErrorCode::Unsupported, kPre,
                   "unknown pre-tokenizer '" + v.pre_ + "' (supported: " + supported_pre_tokenizers() + ")");
@@ -143,32 +180,72 @@ Vocab Vocab::load(const gguf::File& file) {
                 keys.fail(ErrorCode::InvalidArgument, kTokenType,
                           "token " + std::to_string(i) + " has unknown type " + std::to_string(t));
             v.types_[i] = static_cast<TokenType>(t);
+            if (v.types_[i] == TokenType::Byte && parse_byte_token(v.texts_[i]) < 0)
+                keys.fail(ErrorCode::InvalidArgument, kTokenType,
+                          "token " + std::to_string(i) + " has type BYTE but its text " + quoted(v.texts_[i]) +
+                              " is not <0xXX> (two hex digits)");
         }
     }
 
-    const Value& merges = keys.strings(kMerges);
-    v.merges_.reserve(merges.array_size());
-    for (size_t i = 0; i < merges.array_size(); ++i) {
-        const std::string_view m = merges.string_at(i);
-        const size_t space = m.empty() ? std::string::npos : m.find(' ', 1);
-        if (space == std::string::npos)
-            keys.fail(ErrorCode::InvalidArgument, kMerges,
-                      "entry " + std::to_string(i) + " is not two texts separated by a space");
-        v.merges_.emplace_back(m.substr(0, space), m.substr(space + 1));
+    if (const Value* scores = keys.floats(kScores)) {
+        if (scores->array_size() != n)
+            keys.fail(ErrorCode::InvalidArgument, kScores,
+                      std::to_string(scores->array_size()) + " entries for " + std::to_string(n) + " tokens");
+        v.scores_.resize(n);
+        std::memcpy(v.scores_.data(), scores->packed_bytes().data(), n * sizeof(float));  // GGUF is little-endian, as x86
+        for (size_t i = 0; i < n; ++i)
+            if (std::isnan(v.scores_[i]))
+                keys.fail(ErrorCode::InvalidArgument, kScores, "token " + std::to_string(i) + " has score NaN");
     }
 
-    v.bos_ = keys.token_id("tokenizer.ggml.bos_token_id", n);
-    v.eos_ = keys.token_id("tokenizer.ggml.eos_token_id", n);
-    v.eot_ = keys.token_id("tokenizer.ggml.eot_token_id", n);
-    v.pad_ = keys.token_id("tokenizer.ggml.padding_token_id", n);
-    v.unk_ = keys.token_id("tokenizer.ggml.unknown_token_id", n);
-    v.add_bos_ = keys.flag(kAddBos, v.pre_spec_->add_bos && v.bos_ != kNoToken);
+    if (!spm) {
+        const Value& merges = keys.strings(kMerges);
+        v.merges_.reserve(merges.array_size());
+        for (size_t i = 0; i < merges.array_size(); ++i) {
+            const std::string_view m = merges.string_at(i);
+            const size_t space = m.empty() ? std::string::npos : m.find(' ', 1);
+            if (space == std::string::npos)
+                keys.fail(ErrorCode::InvalidArgument, kMerges,
+                          "entry " + std::to_string(i) + " is not two texts separated by a space");
+            v.merges_.emplace_back(m.substr(0, space), m.substr(space + 1));
+        }
+    }
+
+    for (int b = 0; b < 256; ++b) {
+        TokenId id = v.find(byte_token_text(static_cast<uint8_t>(b)));
+        if (id == kNoToken) id = v.find(std::string(1, static_cast<char>(b)));
+        v.byte_tokens_[static_cast<size_t>(b)] = id;
+    }
+
+    if (const std::string* name = keys.string("general.name"); name && is_phi3(*name)) {
+        v.rstrip_.assign(n, false);
+        for (size_t i = 0; i < n; ++i)
+            v.rstrip_[i] = v.types_[i] == TokenType::Control || v.types_[i] == TokenType::UserDefined ||
+                           v.types_[i] == TokenType::Unknown || v.texts_[i] == "</s>";
+        for (const char* keep : {"<unk>", "<s>", "<|endoftext|>"})
+            if (const TokenId id = v.find(keep); id != kNoToken) v.rstrip_[static_cast<size_t>(id)] = false;
+    }
+
+    // llama.cpp's SentencePiece defaults for absent ids: <unk> 0, <s> 1, </s> 2.
+    const auto default_id = [&](TokenId id) { return spm && static_cast<size_t>(id) < n ? id : kNoToken; };
+    v.bos_ = keys.token_id("tokenizer.ggml.bos_token_id", n, default_id(1));
+    v.eos_ = keys.token_id("tokenizer.ggml.eos_token_id", n, default_id(2));
+    v.eot_ = keys.token_id("tokenizer.ggml.eot_token_id", n, kNoToken);
+    v.pad_ = keys.token_id("tokenizer.ggml.padding_token_id", n, kNoToken);
+    v.unk_ = keys.token_id("tokenizer.ggml.unknown_token_id", n, default_id(0));
+    v.add_bos_ = keys.flag(kAddBos, (spm || v.pre_spec_->add_bos) && v.bos_ != kNoToken);
+    if (v.pre_spec_->spm_style && v.bos_ != kNoToken) v.add_bos_ = true;  // llama.cpp overrides add_bos_token = false for gemma4
     v.add_eos_ = keys.flag(kAddEos, false);
+    v.add_space_prefix_ = keys.flag(kAddSpacePrefix, spm);
     if (v.add_bos_ && v.bos_ == kNoToken)
         keys.fail(ErrorCode::InvalidArgument, kAddBos, "BOS is to be added but tokenizer.ggml.bos_token_id is missing");
     if (v.add_eos_ && v.eos_ == kNoToken)
         keys.fail(ErrorCode::InvalidArgument, kAddEos, "EOS is to be added but tokenizer.ggml.eos_token_id is missing");
     return v;
+}
+
+int Vocab::byte_value(TokenId id) const {
+    return type(id) == TokenType::Byte ? parse_byte_token(text(id)) : -1;
 }
 
 TokenId Vocab::find(std::string_view text) const {

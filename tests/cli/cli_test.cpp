@@ -1,6 +1,7 @@
 // The tessel CLI as a user meets it: bad input to `tessel run` gives one clear line on stderr and
 // a non-zero exit (a missing file, a corrupt file, an unknown architecture, a prompt longer than
-// the context, an unknown chat template), and `tessel chat` keeps the conversation between turns.
+// the context, an unknown chat template), `tessel chat` keeps the conversation between turns and
+// `tessel tokenize` gives llama.cpp's ids for a SentencePiece vocabulary.
 // The binary under test is the build's (TESSEL_CLI_PATH). Models: tiny random llamas carrying
 // the default model's tokenizer, and the default model itself for the chat test.
 #include <gtest/gtest.h>
@@ -22,6 +23,7 @@
 #include "common/generate.hpp"
 #include "gguf/writer.hpp"
 #include "support/smollm2.hpp"
+#include "support/test_paths.hpp"
 #include "support/tiny_llama.hpp"
 #include "tessel/sampling.hpp"
 
@@ -220,6 +222,18 @@ std::string greedy_reply(const std::shared_ptr<const Model>& model, const std::v
     tools::generate(ctx, *model, sampler, tokens, n_past, gp,
                       [&](int32_t t) { reply += model->token_to_piece(t); });
     return reply;
+}
+
+// Ids of llama.cpp's SPM tokenizer (ggml-vocab-llama-spm.gguf.out: "Hello world" -> 15043 3186, BOS 1).
+TEST(CliTokenize, SentencePieceVocabularyGivesLlamaCppIds) {
+    TESSEL_REQUIRE_SHARED_DIR();
+    const std::string vocab = (test::shared_dir() / "peer-data" / "tokenizer" / "ggml-vocab-llama-spm.gguf").string();
+    const CliResult ids = run_tessel({"tokenize", "-m", vocab, "-p", "Hello world", "--ids"});
+    EXPECT_EQ(ids.exit_code, 0) << ids.err;
+    EXPECT_EQ(ids.out, "[1, 15043, 3186]\n");
+    const CliResult pieces = run_tessel({"tokenize", "-m", vocab, "-p", "Hello world", "--no-bos"});
+    EXPECT_EQ(pieces.exit_code, 0) << pieces.err;
+    EXPECT_EQ(pieces.out, " 15043 -> ' Hello'\n  3186 -> ' world'\n");
 }
 
 TEST(CliChat, KeepsTheConversationBetweenTurns) {

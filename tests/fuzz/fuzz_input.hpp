@@ -46,7 +46,8 @@ public:
 
     /// A length-prefixed byte string of at most `max_len` bytes (one length byte).
     std::string bytes(size_t max_len) {
-        const size_t n = std::min<size_t>(u8() % (max_len + 1), remaining());
+        const size_t len = u8() % (max_len + 1);  // read before remaining(): argument order is unspecified
+        const size_t n = std::min(len, remaining());
         std::string s(reinterpret_cast<const char*>(data_ + pos_), n);
         pos_ += n;
         return s;

@@ -48,14 +48,23 @@ def tokenizer_seeds():
         b"\xff\xfe invalid \xc3 utf-8 \xed\xa0\x80 \xf4\x90\x80\x80",
     ]
     seeds = {}
-    for spec in range(8):  # one per pre-tokenizer (selector % number of specs)
+    for spec in range(9):  # one per pre-tokenizer (selector % number of closed vocabularies); 8: gemma4
         seeds[f"closed_{spec}"] = bytes([spec, spec & 7]) + texts[spec % len(texts)]
+    # the closed SentencePiece vocabulary after the 9 pre-tokenizers: 9 with the space prefix, 10
+    # without (options: bit 0 BOS, 1 EOS, 2 parse special)
+    seeds["closed_spm_9"] = bytes([9, 0x00]) + texts[1] + " \u2581x".encode()
+    seeds["closed_spm_10"] = bytes([10, 0x07]) + texts[3] + texts[4]
     # an input vocabulary: 4 tokens (kind byte: bit 0 = a byte symbol, else a length-prefixed text;
     # kind >> 1 = 1: Normal), 2 merges (left, right, flag 1 = "left right"), specials byte 0x01 (a
     # BOS id) and its id, text
     vocab = bytes([3, 3, ord("a"), 3, ord("b"), 2, 2]) + b"ab" + bytes([3, ord("c")])
     merges = bytes([2, 0, 1, 1, 2, 3, 1])
     seeds["input_vocab"] = bytes([0x80]) + vocab + merges + bytes([0x01, 0]) + b"abc cab"
+    # the same as SentencePiece (selector bit 6): per token a kind byte (13: a byte token <0xXX> of
+    # type Byte; 2: a text of type Normal), its byte or text, and the index of its score (0: 0,
+    # 1: -1, 3: 1); no merges
+    spm_vocab = bytes([3, 13, ord("a"), 0, 13, ord("b"), 0, 2, 2]) + b"ab" + bytes([1, 2, 4]) + "▁a".encode() + bytes([3])
+    seeds["input_vocab_spm"] = bytes([0xC0]) + spm_vocab + bytes([0x01, 0]) + b"abc ab"
     return seeds
 
 

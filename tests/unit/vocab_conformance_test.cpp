@@ -1,7 +1,8 @@
 // Tokenizer conformance: token ids identical to llama.cpp's for the test strings of its vocab-only
-// GGUF files (format: shared/peer-data/README.md). Sources: the shared peer data (gpt-2) and the
-// models/ folder of the pinned llama-cpp-python sdist (scripts/peer/fetch-sdist.sh), of which
-// every byte-level BPE file whose pre-tokenizer tessel supports is run.
+// GGUF files (format: shared/peer-data/README.md). Sources: the shared peer data (gpt-2,
+// llama-spm, phi-3) and the models/ folder of the pinned llama-cpp-python sdist
+// (scripts/peer/fetch-sdist.sh), of which every byte-level BPE file whose pre-tokenizer tessel
+// supports, every SentencePiece file and gemma-4 (BPE on raw UTF-8 with U+2581 spaces) is run.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -69,6 +70,8 @@ std::string ids_text(const std::vector<TokenId>& ids) {
 }
 
 /// Runs every case of one file with no BOS/EOS and special tokens not parsed; returns the count.
+/// Every case also round-trips exactly: for SentencePiece, detokenize drops the one leading space
+/// tokenize added (add_space_prefix), as llama.cpp's llama_detokenize does.
 size_t run_cases(const fs::path& gguf, const Tokenizer& tok) {
     const std::vector<Case> cases = read_cases(gguf);
     EXPECT_FALSE(cases.empty()) << gguf;
@@ -81,15 +84,27 @@ size_t run_cases(const fs::path& gguf, const Tokenizer& tok) {
     return cases.size();
 }
 
-TEST(VocabConformance, Gpt2FromSharedPeerData) {
-    TESSEL_REQUIRE_SHARED_DIR();
-    const fs::path gguf = test::shared_dir() / "peer-data" / "tokenizer" / "ggml-vocab-gpt-2.gguf";
+/// Runs the cases of shared/peer-data/tokenizer/NAME.gguf; returns the tokenizer's model.
+VocabModel run_shared(const std::string& name) {
+    const fs::path gguf = test::shared_dir() / "peer-data" / "tokenizer" / (name + ".gguf");
     const gguf::File file = gguf::File::open(gguf.string());
     const Tokenizer tok(Vocab::load(file));
-    EXPECT_GT(run_cases(gguf, tok), 0u);
+    EXPECT_GT(run_cases(gguf, tok), 0u) << name;
+    return tok.vocab().model();
 }
 
-TEST(VocabConformance, BpeVocabsFromPeerSdist) {
+TEST(VocabConformance, Gpt2FromSharedPeerData) {
+    TESSEL_REQUIRE_SHARED_DIR();
+    EXPECT_EQ(run_shared("ggml-vocab-gpt-2"), VocabModel::Bpe);
+}
+
+TEST(VocabConformance, SentencePieceFromSharedPeerData) {
+    TESSEL_REQUIRE_SHARED_DIR();
+    EXPECT_EQ(run_shared("ggml-vocab-llama-spm"), VocabModel::Spm);
+    EXPECT_EQ(run_shared("ggml-vocab-phi-3"), VocabModel::Spm);
+}
+
+TEST(VocabConformance, VocabsFromPeerSdist) {
     TESSEL_REQUIRE_PEER_SDIST();
     const fs::path models = test::peer_sdist_dir() / "vendor" / "llama.cpp" / "models";
     std::vector<fs::path> files;
@@ -108,16 +123,20 @@ TEST(VocabConformance, BpeVocabsFromPeerSdist) {
         try {
             tok = std::make_unique<Tokenizer>(Vocab::load(file));
         } catch (const Error& e) {
-            ASSERT_EQ(e.code(), ErrorCode::Unsupported) << e.what();  // SentencePiece, WordPiece, other pre-tokenizers
+            ASSERT_EQ(e.code(), ErrorCode::Unsupported) << e.what();  // WordPiece, Unigram, other pre-tokenizers
             std::printf("[ NOT RUN  ] %s: %s\n", p.filename().c_str(), e.what());
             continue;
         }
         const size_t n = run_cases(p, *tok);
-        std::printf("[ RAN      ] %s: %zu cases (pre-tokenizer %s)\n", p.filename().c_str(), n, tok->vocab().pre().c_str());
+        const std::string how =
+            tok->vocab().model() == VocabModel::Spm ? "SentencePiece" : "pre-tokenizer " + tok->vocab().pre();
+        std::printf("[ RAN      ] %s: %zu cases (%s)\n", p.filename().c_str(), n, how.c_str());
         ran.insert(p.stem().string());
     }
-    // The pre-tokenizers the issue asks for must have run (smollm shares starcoder's regexes).
-    for (const char* required : {"ggml-vocab-gpt-2", "ggml-vocab-llama-bpe", "ggml-vocab-qwen2", "ggml-vocab-starcoder"})
+    // The pre-tokenizers and models the issues ask for must have run (smollm shares starcoder's
+    // regexes; llama-spm and phi-3 are SentencePiece, gemma-4 SentencePiece-style BPE).
+    for (const char* required : {"ggml-vocab-gpt-2", "ggml-vocab-llama-bpe", "ggml-vocab-qwen2", "ggml-vocab-starcoder",
+                                 "ggml-vocab-llama-spm", "ggml-vocab-phi-3", "ggml-vocab-gemma-4"})
         EXPECT_TRUE(ran.count(required)) << required << " did not run";
 }
 

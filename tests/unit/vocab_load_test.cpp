@@ -74,8 +74,8 @@ TEST(VocabLoad, DefaultsWhenOptionalKeysAreAbsent) {
 TEST(VocabLoad, UnsupportedModelsAndPreTokenizersNameTheValue) {
     TinyVocab tv;
     gguf::Writer w = tv.writer();
-    w.set("tokenizer.ggml.model", Value::string("llama"));
-    expect_error(w, ErrorCode::Unsupported, "tokenizer.ggml.model", "SentencePiece");
+    w.set("tokenizer.ggml.model", Value::string("t5"));
+    expect_error(w, ErrorCode::Unsupported, "tokenizer.ggml.model", "'t5' (supported: gpt2, llama, gemma4)");
     w.set("tokenizer.ggml.model", Value::string("bert"));
     expect_error(w, ErrorCode::Unsupported, "tokenizer.ggml.model", "'bert'");
     w = tv.writer("no-such-pre");
