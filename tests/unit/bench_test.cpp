@@ -98,6 +98,22 @@ TEST(ModelDesc, LlamaSizeClasses) {
     EXPECT_EQ(with(30, 49152), "?B");
 }
 
+// The other architectures of the table, as llama.cpp names the models tessel's tests run.
+TEST(ModelDesc, OtherArchitecturesSizeClasses) {
+    auto cls = [](const char* arch, int64_t layers, int64_t embd, int64_t heads = 16) {
+        ModelInfo hp;
+        hp.arch = arch, hp.n_layer = layers, hp.n_embd = embd, hp.n_head = heads;
+        return size_class(hp);
+    };
+    EXPECT_EQ(cls("gemma3", 18, 640), "270M");  // gemma-3-270m
+    EXPECT_EQ(cls("gemma3", 62, 5376), "27B");
+    EXPECT_EQ(cls("qwen3", 28, 1024), "0.6B");  // Qwen3-0.6B
+    EXPECT_EQ(cls("qwen3", 28, 2048), "1.7B");
+    EXPECT_EQ(cls("qwen2", 24, 896), "1B");     // Qwen2-0.5B: llama.cpp's table expects n_embd 1024 for 0.5B
+    EXPECT_EQ(cls("qwen2", 40, 2560, 20), "4B");
+    EXPECT_EQ(cls("qwen2", 2, 896), "?B");      // the shape-true test files have 2 layers
+}
+
 BenchRecord sample_record() {
     BenchRecord r;
     r.build_commit = "abc1234";

@@ -47,7 +47,41 @@ std::string file_type_name(uint32_t file_type) {
     return "unknown, may not work";
 }
 
+// llama.cpp's size classes (each architecture's load_arch_hparams), by layer count and width.
 std::string size_class(const ModelInfo& hp) {
+    if (hp.arch == "gemma3") {
+        switch (hp.n_layer) {
+            case 18: return "270M";
+            case 26: return "1B";
+            case 32: return "8B";
+            case 34: return "4B";
+            case 48: return "12B";
+            case 62: return "27B";
+            default: return "?B";
+        }
+    }
+    if (hp.arch == "qwen2") {
+        switch (hp.n_layer) {
+            case 24: return hp.n_embd == 1024 ? "0.5B" : "1B";
+            case 28: return hp.n_embd == 1536 ? "1.5B" : "7B";
+            case 32: return "7B";
+            case 36: return "3B";
+            case 40: return hp.n_head == 20 ? "4B" : "13B";
+            case 48: return "14B";
+            case 64: return "32B";
+            case 80: return "70B";
+            default: return "?B";
+        }
+    }
+    if (hp.arch == "qwen3") {
+        switch (hp.n_layer) {
+            case 28: return hp.n_embd == 1024 ? "0.6B" : "1.7B";
+            case 36: return hp.n_embd == 2560 ? "4B" : "8B";
+            case 40: return "14B";
+            case 64: return "32B";
+            default: return "?B";
+        }
+    }
     if (hp.arch != "llama") return "?B";
     switch (hp.n_layer) {
         case 16: case 22: return "1B";
