@@ -24,10 +24,12 @@ plus llama.vocab_size and llama.rope.dimension_count; for rope_type llama3 the c
 Weights: embeddings and FFN matrices Q4_0, attention matrices Q8_0 (gguf-py's quantizers), norms
 F32 near 1, Qwen2's Q/K/V biases F32. Each tensor draws from numpy's PCG64 seeded with the model's
 seed and the CRC-32 of its name, so a file depends only on this script and the pins
-(numpy==2.4.6, gguf==0.19.0). Scales: a residual branch adds about as much as the embedding holds,
-attention scores have a standard deviation near 1.5 (not uniform attention), and the logits
-(tied embeddings after the final norm) a standard deviation near 8, so the top-1/top-2 margin over
-a 128k-152k vocabulary is above 0.5 at most positions.
+(numpy==2.4.6, gguf==0.19.0). Scales: each residual branch (attention, FFN) adds about 8 times the
+embedding's RMS, so the context decides the logits, not the current token's own embedding (with
+branches as small as the embedding, top-1 was the input token at most positions); attention scores
+have a standard deviation near 1.5 (not uniform attention); the logits (tied embeddings after the
+final norm) a standard deviation near 8, so llama.cpp's top-1/top-2 margin over a 128k-152k
+vocabulary is above 0.5 at about 75 % of the positions.
 
 Each file is written to a temporary name in OUT_DIR, its sha256 compared with
 scripts/models/synthetic.sha256 and only then renamed into place: a mismatch is an error naming
@@ -51,7 +53,7 @@ SHA_FILE = Path(__file__).resolve().with_name("synthetic.sha256")
 N_LAYER = 2
 LOGIT_STD = 8.0      # of the logits: embedding rows have std LOGIT_STD / sqrt(n_embd)
 QK_STD = 1.2         # of each q and k component before rope (scores ~ QK_STD^2 after the 1/sqrt(d) scale)
-BRANCH_RMS = 1.0     # a residual branch's output relative to the embedding's RMS
+BRANCH_RMS = 8.0     # of a residual branch's output relative to the embedding's RMS
 ROWS_PER_CHUNK = 8192
 
 

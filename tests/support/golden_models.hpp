@@ -17,7 +17,6 @@ namespace tessel::test {
 struct GoldenModel {
     const char* name;    ///< scripts/models.sh's name, tests/data/<name>/
     const char* file;    ///< path in the model cache folder (tools::model_cache_dir())
-    bool synthetic;      ///< random weights (scripts/models/make_synthetic.py)
     LogitBounds bounds;  ///< how close tessel must be to llama.cpp
 };
 
