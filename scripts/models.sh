@@ -26,7 +26,7 @@ model_dir=${XDG_CACHE_HOME:-$HOME/.cache}/tessel/models
 [[ $model_dir == /* ]] || model_dir=$HOME/.cache/tessel/models
 
 gemma_file=gemma-3-270m-q4_k_m.gguf
-gemma_sha256=a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818
+gemma_sha256=a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818  # also in tests/support/golden_models.cpp
 gemma_version=1.0.0
 work=""  # the temporary folder of a fetch, removed on exit
 trap '[[ -z $work ]] || rm -rf "$work"' EXIT
