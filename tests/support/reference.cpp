@@ -108,11 +108,15 @@ TeacherForcedStats expect_teacher_forced_matches(
             const int32_t top1 = static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin());
             if (top1 == top_ids[t * K]) continue;
             ++s.flips;
-            float gap = 1e30f;  // llama.cpp's top-1 logit minus its logit of tessel's pick
+            // llama.cpp's top-1 logit minus its logit of tessel's pick; when the pick is not among
+            // llama.cpp's top K (a flat distribution over a large vocabulary), the same gap seen from
+            // tessel's side: its top-1 logit minus its logit of llama.cpp's pick.
+            float gap = l[static_cast<size_t>(top1)] - l[static_cast<size_t>(top_ids[t * K])];
+            const char* seen = "tessel's";
             for (size_t k = 1; k < K; ++k)
-                if (top_ids[t * K + k] == top1) gap = top_logits[t * K] - top_logits[t * K + k];
+                if (top_ids[t * K + k] == top1) gap = top_logits[t * K] - top_logits[t * K + k], seen = "llama.cpp's";
             EXPECT_LT(gap, bounds.flip_margin) << what << " position " << t << ": top-1 " << top1 << ", llama.cpp "
-                                               << top_ids[t * K];
+                                               << top_ids[t * K] << " (gap " << gap << " in " << seen << " logits)";
         }
         for (size_t i = 0; i < full_pos.size(); ++i) {
             std::vector<float> want(static_cast<size_t>(V));

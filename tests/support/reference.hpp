@@ -75,6 +75,7 @@ std::vector<std::vector<float>> teacher_forced_logits(const std::shared_ptr<cons
 struct LogitBounds {
     double max_nmse;       ///< of each full logit vector
     float flip_margin;     ///< logits: where tessel's top-1 differs, llama.cpp's top-1 leads it by less
+                           ///< (in tessel's logits when tessel's pick is outside llama.cpp's top K)
     double max_flip_rate;  ///< of the positions where tessel's top-1 differs
     float greedy_tie;      ///< logits: greedy comparison ends at a llama.cpp top-2 margin below this
 };
