@@ -248,20 +248,29 @@ TEST(ThreadPool, WorkerHeldWhileOwningAChunkIsBenched) {
     }
 }
 
-// The caller itself held while it owns chunks: the worker benches it and does the work.
+// The caller itself held while it owns chunks: the worker benches it and does the work. Under load
+// the worker may sit out a run or bench itself, so this must show in one of 20 attempts (as above).
 TEST(ThreadPool, CallerHeldWhileOwningAChunk) {
     ThreadPool pool(2);
     const double base = baseline_seconds(pool, 1);
-    Holdback h;
-    h.ith = 0;
-    h.point = ThreadPool::HookPoint::Holding;
-    pool.set_test_hook(&Holdback::hook, &h);
-    const auto t0 = std::chrono::steady_clock::now();
-    EXPECT_EQ(dependent_ops_errors(pool, 200), 0);
-    const double s = seconds_since(t0);
-    pool.set_test_hook(nullptr, nullptr);
-    EXPECT_GE(pool.benchings(), 1);
-    EXPECT_LT(s, base + 1.0) << "200 ops took " << s << " s (" << base << " s unhindered), " << h.slept.load() << " holds of 20 ms";
+    bool shown = false;
+    std::string last;
+    for (int attempt = 0; attempt < 20 && !shown; ++attempt) {
+        Holdback h;
+        h.ith = 0;
+        h.point = ThreadPool::HookPoint::Holding;
+        h.times = 100;
+        const int64_t benched_before = pool.benchings();
+        pool.set_test_hook(&Holdback::hook, &h);
+        const auto t0 = std::chrono::steady_clock::now();
+        EXPECT_EQ(dependent_ops_errors(pool, 200), 0);
+        const double s = seconds_since(t0);
+        pool.set_test_hook(nullptr, nullptr);
+        shown = pool.benchings() > benched_before && s < base + 1.0;
+        last = "200 ops took " + std::to_string(s) + " s (" + std::to_string(base) + " s unhindered), " + std::to_string(h.slept.load()) +
+               " holds of 20 ms, " + std::to_string(pool.benchings() - benched_before) + " benchings";
+    }
+    EXPECT_TRUE(shown) << "last attempt: " << last;
 }
 
 // Four threads where three are late at every claim: the one left does everything, right.
