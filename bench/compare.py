@@ -132,7 +132,7 @@ def main() -> None:
     ap.add_argument("-p", type=int, default=512, help="prompt tokens of the pp test")
     ap.add_argument("-n", type=int, default=128, help="generated tokens of the tg test")
     ap.add_argument("--types", default="Q4_0,Q4_1,Q8_0,Q4_K",
-                    help="comma-separated `tessel quantize` types (Q4_K: the Q4_K_M mix)")
+                    help="comma-separated `tessel quantize` types (Q4_K: the Q4_K_M mix; "" for none)")
     ap.add_argument("--models", default="gemma3-270m",
                     help="comma-separated scripts/models.sh names measured as they are ('' for none)")
     ap.add_argument("--tessel", default=str(REPO / "build/bin/tessel"))
@@ -156,7 +156,7 @@ def main() -> None:
     bin_dir = Path(run(["bash", str(REPO / "scripts/peer/build-llama.sh")], "building the llama.cpp peer").strip())
     llama_bench = str(bin_dir / "llama-bench")
     source = default_model(args.tessel)
-    models = [variant(args.tessel, source, t, args.threads) for t in args.types.split(",")]
+    models = [variant(args.tessel, source, t, args.threads) for t in args.types.split(",") if t]
     models += [cached_model(name, args.tessel) for name in args.models.split(",") if name]
 
     tests = [(args.p, 0)] if args.p else []
