@@ -90,7 +90,7 @@ phase "Hexagon compile check of the device runtime"
 bash scripts/check-hexagon.sh
 
 phase "main job smoke run: the default model (fetched once into the cache), greedy"
-build/bin/tessel run --chat -p "What is the capital of France? Answer in one sentence." -n 32 --temp 0
+build/bin/tessel run -p "What is the capital of France? Answer in one sentence." -n 32 --temp 0
 
 phase "Python package: a fresh venv outside the tree, pip install of python/, pytest (scripts/test-python.sh)"
 bash scripts/test-python.sh build

@@ -38,6 +38,10 @@ GenerateStats generate(tessel::Context& ctx, const Model& model, Sampler& sample
     st.n_prompt = static_cast<int64_t>(prompt.size());
     st.t_prompt = seconds_since(t0);
 
+    // The generated text's tail, long enough to hold the longest stop string.
+    size_t longest_stop = 0;
+    for (const std::string& s : p.stop_strings) longest_stop = std::max(longest_stop, s.size());
+    std::string tail;
     t0 = std::chrono::steady_clock::now();
     while (true) {
         if (p.n_predict >= 0 && st.n_generated >= p.n_predict) {
@@ -52,6 +56,21 @@ GenerateStats generate(tessel::Context& ctx, const Model& model, Sampler& sample
         }
         on_token(tok);
         ++st.n_generated;
+        if (longest_stop > 0) {
+            tail += model.token_to_piece(tok);
+            if (tail.size() > 2 * longest_stop) tail.erase(0, tail.size() - longest_stop);
+            const auto ends_with_stop = [&](const std::string& s) { return !s.empty() && tail.ends_with(s); };
+            if (std::any_of(p.stop_strings.begin(), p.stop_strings.end(), ends_with_stop)) {
+                st.stop = StopReason::StopString;
+                // the last token is in the text but not yet in the cache: decode it so a chat can go on
+                const BatchToken last{tok, n_past, p.seq, true};
+                if (n_past < ctx.n_ctx()) {
+                    ctx.decode({&last, 1});
+                    ++n_past;
+                }
+                break;
+            }
+        }
         if (n_past >= ctx.n_ctx()) {  // no cell left for this token
             st.stop = StopReason::ContextFull;
             break;

@@ -12,11 +12,11 @@ namespace tessel::cli {
 /// developer options of dev::add_info_developer_options).
 void add_info_command(CLI::App& app);
 
-/// `tessel tokenize -m FILE -p TEXT [--ids] [--no-bos] [--special]`: a vocabulary's tokens for a
+/// `tessel tokenize -m FILE -p TEXT [--ids] [--no-bos] [--no-parse-special]`: a vocabulary's tokens for a
 /// prompt, as `id -> 'piece'` lines or (--ids) one `[id, ...]` line.
 void add_tokenize_command(CLI::App& app);
 
-/// `tessel run [-m FILE] (-p PROMPT | -f FILE) [-n N] [--chat] ...` and `tessel chat [-m FILE] ...`.
+/// `tessel run [-m FILE] (-p PROMPT | -f FILE) [-n N] [--chat | --no-chat] ...` and `tessel chat [-m FILE] ...`.
 void add_run_commands(CLI::App& app);
 
 /// `tessel perplexity [-m FILE] -f TEXT [-c 512] [-b N]`.

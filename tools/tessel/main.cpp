@@ -24,7 +24,7 @@ namespace {
 constexpr std::pair<std::string_view, const char*> kDashAliases[] = {
     {"-ub", "--ubatch-size"}, {"-fa", "--flash-attn"}, {"-ctk", "--cache-type-k"},
     {"-ctv", "--cache-type-v"}, {"-sys", "--system-prompt"},
-    {"-pg", "--pg"},
+    {"-pg", "--pg"}, {"-cnv", "--conversation"}, {"-no-cnv", "--no-conversation"}, {"-sp", "--special"},
 };
 
 std::vector<std::string> rewrite_aliases(int argc, char** argv) {

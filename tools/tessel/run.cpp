@@ -3,8 +3,10 @@
 #include <cstdio>
 #include <iostream>
 #include <limits>
+#include <set>
 
 #include "commands.hpp"
+#include "common/escapes.hpp"
 #include "common/generate.hpp"
 #include "run_options.hpp"
 #include "tessel/chat.hpp"
@@ -13,29 +15,66 @@
 namespace tessel::cli {
 namespace {
 
+constexpr const char* kBuiltinFormats[] = {"chatml", "llama3", "gemma", "phi3"};
+
+/// How `run` sends its prompt: as a user turn of the chat template, or as raw text.
+enum class ChatMode { Auto, On, Off };
+
 struct RunOptions {
     ModelOptions model;
     SamplerParams sampling;
     std::string prompt, prompt_file;
     int64_t n_predict = -1;
-    bool chat = false;
+    ChatMode chat = ChatMode::Auto;
     std::string chat_template;  ///< override by name
     std::string system;
+    bool escape = true;          ///< -e/--escape (default) vs --no-escape
+    bool parse_special = true;   ///< special-token text in a raw prompt becomes those tokens
+    bool print_special = false;  ///< -sp: print control tokens' text
+    std::vector<std::string> reverse_prompts;
+    std::string in_prefix, in_suffix;  ///< chat: around each user line
 };
 
 /// The chat template a command renders with (apply_chat_template's argument): the
 /// --chat-template name, else the model's own template. An unknown name is an error here.
 std::string chat_template_for(const Model& m, const std::string& name) {
     if (name.empty()) return m.chat_template();
-    for (const char* known : {"chatml", "llama3", "gemma", "phi3"})
+    for (const char* known : kBuiltinFormats)
         if (name == known) return name;
     throw Error(ErrorCode::InvalidArgument, "unknown chat template '" + name + "', known: chatml, llama3, gemma, phi3");
+}
+
+/// True when the GGUF carries tokenizer.chat_template (Model::chat_template() returns a built-in
+/// format's name for a file without one).
+bool has_own_chat_template(const Model& m) {
+    const std::string t = m.chat_template();
+    for (const char* known : kBuiltinFormats)
+        if (t == known) return false;
+    return true;
+}
+
+/// True when `prompt`, read with special-token parsing, uses a control token that the chat template
+/// itself writes (e.g. <|im_start|>): the user formatted the conversation already.
+bool holds_template_markup(const Model& m, const std::string& tmpl, const std::string& prompt) {
+    std::string probe;
+    try {
+        probe = apply_chat_template(tmpl, std::vector<ChatMessage>{{"user", "x"}}, true);
+    } catch (const Error&) {
+        return false;  // a template tessel cannot render: nothing to compare with
+    }
+    const auto is_control = [&](int32_t t) { return m.token_to_piece(t, false).empty() && !m.token_to_piece(t, true).empty(); };
+    std::set<int32_t> markup;
+    for (int32_t t : m.tokenize(probe, false, true))
+        if (is_control(t)) markup.insert(t);
+    for (int32_t t : m.tokenize(prompt, false, true))
+        if (markup.count(t)) return true;
+    return false;
 }
 
 /// Streams generated tokens to stdout as whole UTF-8 characters.
 class Printer {
 public:
-    explicit Printer(const std::shared_ptr<const Model>& m) : detok_(m) {}
+    Printer(const std::shared_ptr<const Model>& m, bool special) : detok_(m, special) {}
     void operator()(int32_t tok) { write(detok_.push(tok)); }
     void finish() { write(detok_.flush()); }
 
@@ -47,9 +86,12 @@ private:
     Detokenizer detok_;
 };
 
-void report(const tools::GenerateStats& st, const Context& ctx) {
+void report(const tools::GenerateStats& st, const Context& ctx, const std::string& mode) {
     if (st.stop == tools::StopReason::ContextFull)
         std::fprintf(stderr, "\ntessel: the context is full (%lld tokens): generation stopped (raise -c)\n", static_cast<long long>(ctx.n_ctx()));
+    if (st.stop == tools::StopReason::EndOfGeneration && st.n_generated == 0)
+        std::fprintf(stderr, "\ntessel: the model ended its output at its first token (end of generation); the prompt was sent as %s\n",
+                     mode.c_str());
     std::fprintf(stderr, "\ntessel: prompt %lld tokens, %.2f tokens/s; generated %lld tokens, %.2f tokens/s\n",
                  static_cast<long long>(st.n_prompt), st.t_prompt > 0 ? st.n_prompt / st.t_prompt : 0.0,
                  static_cast<long long>(st.n_generated), st.t_generate > 0 ? st.n_generated / st.t_generate : 0.0);
@@ -60,6 +102,14 @@ void report(const tools::GenerateStats& st, const Context& ctx) {
     if (!where.empty()) std::fprintf(stderr, "tessel: the last graph ran %s\n", where.c_str());
 }
 
+tools::GenerateParams generate_params(const RunOptions& o) {
+    tools::GenerateParams gp;
+    gp.n_predict = o.n_predict;
+    gp.n_batch = o.model.n_batch;
+    gp.stop_strings = o.reverse_prompts;
+    return gp;
+}
+
 void run(const RunOptions& o) {
     const std::string text = o.prompt_file.empty() ? o.prompt : read_text_file(o.prompt_file);
     // An argument error (exit 2), found before the model loads.
@@ -67,28 +117,47 @@ void run(const RunOptions& o) {
     const LoadedModel loaded = load_model(o.model);
     const auto& model = loaded.model;
     std::vector<int32_t> tokens;
-    if (o.chat) {
+    std::string mode;
+    bool chat = o.chat == ChatMode::On;
+    if (o.chat == ChatMode::Auto) {
+        // llama.cpp's llama-cli converses when the model has a template, Ollama always does; a prompt
+        // that already holds the template's markup is the user's own formatting and goes in as is.
+        const bool implied = !o.system.empty() || !o.chat_template.empty();
+        chat = implied || has_own_chat_template(*model);
+        if (chat && !implied) {
+            try {
+                chat_template_format(model->chat_template());
+                if (holds_template_markup(*model, model->chat_template(), text)) {
+                    chat = false;
+                    std::fprintf(stderr, "tessel: the prompt holds the chat template's special tokens: it is sent as written (raw completion)\n");
+                }
+            } catch (const Error& e) {
+                chat = false;
+                std::fprintf(stderr, "tessel: warning: the model's chat template cannot be used (%s): the prompt is sent as raw text\n", e.what());
+            }
+        }
+    }
+    if (chat) {
         const std::string tmpl = chat_template_for(*model, o.chat_template);
         std::vector<ChatMessage> msgs;
         if (!o.system.empty()) msgs.push_back({"system", o.system});
         msgs.push_back({"user", text});
         tokens = model->tokenize(apply_chat_template(tmpl, msgs, true), true, true);
+        mode = "a user turn of the " + chat_template_format(tmpl) + " chat template (--no-chat sends it as raw text)";
     } else {
-        tokens = model->tokenize(text, true, false);
+        tokens = model->tokenize(text, true, o.parse_special);
+        mode = "raw text (--chat sends it as a user turn of the chat template)";
     }
     Context ctx(model, context_params(o.model));
     tools::require_prompt_fits(ctx, 0, tokens.size());
     Sampler sampler(o.sampling, static_cast<int32_t>(model->info().n_vocab));
     loaded.report();
-    tools::GenerateParams gp;
-    gp.n_predict = o.n_predict;
-    gp.n_batch = o.model.n_batch;
-    Printer print(model);
+    Printer print(model, o.print_special);
     int32_t n_past = 0;
-    const auto st = tools::generate(ctx, *model, sampler, tokens, n_past, gp, [&](int32_t t) { print(t); });
+    const auto st = tools::generate(ctx, *model, sampler, tokens, n_past, generate_params(o), [&](int32_t t) { print(t); });
     print.finish();
     std::fputc('\n', stdout);
-    report(st, ctx);
+    report(st, ctx, mode);
 }
 
 /// Interactive chat: each turn re-renders the conversation, keeps the cached prefix that still
@@ -105,9 +174,10 @@ void chat(const RunOptions& o) {
     if (!o.system.empty()) msgs.push_back({"system", o.system});
     std::vector<int32_t> cached;  // tokens in the cache, in order
     std::fprintf(stderr, "tessel chat: %s format; an empty line or end of input ends the chat\n", format.c_str());
+    const std::string mode = "a user turn of the " + format + " chat template";
     std::string line;
     while (std::fputs("> ", stderr), std::getline(std::cin, line) && !line.empty()) {
-        msgs.push_back({"user", line});
+        msgs.push_back({"user", o.in_prefix + line + o.in_suffix});
         const std::vector<int32_t> all = model->tokenize(apply_chat_template(tmpl, msgs, true), true, true);
         if (static_cast<int64_t>(all.size()) >= ctx.n_ctx()) {  // no room for it and a reply: refused, the chat goes on
             msgs.pop_back();
@@ -123,13 +193,10 @@ void chat(const RunOptions& o) {
         cached.resize(keep);
         int32_t n_past = static_cast<int32_t>(keep);
         std::string reply;
-        Printer print(model);
-        tools::GenerateParams gp;
-        gp.n_predict = o.n_predict;
-        gp.n_batch = o.model.n_batch;
+        Printer print(model, o.print_special);
         std::vector<int32_t> generated;
         const std::vector<int32_t> fresh(all.begin() + static_cast<std::ptrdiff_t>(keep), all.end());
-        const auto st = tools::generate(ctx, *model, sampler, fresh, n_past, gp, [&](int32_t t) {
+        const auto st = tools::generate(ctx, *model, sampler, fresh, n_past, generate_params(o), [&](int32_t t) {
             print(t);
             generated.push_back(t);
             reply += model->token_to_piece(t);
@@ -139,12 +206,20 @@ void chat(const RunOptions& o) {
         cached.insert(cached.end(), fresh.begin(), fresh.end());
         cached.insert(cached.end(), generated.begin(), generated.begin() + (n_past - static_cast<int32_t>(cached.size())));
         msgs.push_back({"assistant", reply});
-        report(st, ctx);
+        report(st, ctx, mode);
         if (st.stop == tools::StopReason::ContextFull) {
             std::fprintf(stderr, "tessel chat: the context is full, the chat ends (raise -c for longer chats)\n");
             break;
         }
     }
+}
+
+/// Decodes -e escapes in the texts given on the command line (not in -f files, which are taken as
+/// written) once the flags are parsed.
+void process_escapes(RunOptions& o) {
+    if (!o.escape) return;
+    for (std::string* s : {&o.prompt, &o.system, &o.in_prefix, &o.in_suffix}) *s = tools::process_escapes(*s);
+    for (std::string& r : o.reverse_prompts) r = tools::process_escapes(r);
 }
 
 }  // namespace
@@ -158,21 +233,38 @@ void add_run_commands(CLI::App& app) {
         add_sampling_options(*cmd, o->sampling);
         cmd->add_option("-n,--n-predict", o->n_predict, "Tokens to generate (-1: until end of generation or context)")
             ->check(CLI::Range(int64_t{-1}, std::numeric_limits<int64_t>::max()));
-        CLI::Option* tmpl = cmd->add_option("--chat-template", o->chat_template, "Chat format: chatml, llama3, gemma, phi3 (default: detected)");
-        CLI::Option* sys = cmd->add_option("--system-prompt", o->system, "System message for chat formatting (also -sys)");
+        CLI::Option* tmpl = cmd->add_option("--chat-template", o->chat_template, "Chat format: chatml, llama3, gemma, phi3 (default: the model's)");
+        CLI::Option* sys = cmd->add_option("--system-prompt", o->system, "System message of the conversation (also -sys)");
+        cmd->add_flag("--special", o->print_special, "Print special tokens' text, e.g. <|im_end|> (also -sp)");
+        cmd->add_option("-r,--reverse-prompt", o->reverse_prompts, "Stop generating when the output ends with this text (repeatable)")
+            ->allow_extra_args(false);
+        CLI::Option* esc = cmd->add_flag("-e,--escape", o->escape, "Decode \\n \\t \\\" \\\\ \\xHH ... in -p, -sys, -r (default: on)");
+        cmd->add_flag("--no-escape{false}", o->escape, "Take -p, -sys, -r as written")->excludes(esc);
         if (!interactive) {
             CLI::Option* p = cmd->add_option("-p,--prompt", o->prompt, "Prompt text");
-            CLI::Option* f = cmd->add_option("-f,--file", o->prompt_file, "Read the prompt from a file")->excludes(p);
+            CLI::Option* f = cmd->add_option("-f,--file", o->prompt_file, "Read the prompt from a file (taken as written)")->excludes(p);
             p->excludes(f);
-            CLI::Option* chat = cmd->add_flag("--chat", o->chat, "Format the prompt as a user turn of the model's chat template");
-            tmpl->needs(chat);
-            sys->needs(chat);
+            CLI::Option* on = cmd->add_flag_callback("--chat,--conversation", [o] { o->chat = ChatMode::On; },
+                                                     "Send the prompt as a user turn of the chat template (the default when the model has "
+                                                     "one and the prompt holds none of its special tokens; also -cnv)");
+            CLI::Option* off = cmd->add_flag_callback("--no-chat,--no-conversation", [o] { o->chat = ChatMode::Off; },
+                                                      "Send the prompt as raw text for the model to continue (also -no-cnv)");
+            on->excludes(off);
+            off->excludes(on)->excludes(tmpl)->excludes(sys);
+            cmd->add_flag("--no-parse-special{false}", o->parse_special,
+                          "Read special-token text in a raw prompt (e.g. <|im_start|>) as plain text");
             cmd->callback([o, p, f] {
                 if (p->count() == 0 && f->count() == 0) throw CLI::RequiredError("run: -p PROMPT or -f FILE");
+                process_escapes(*o);
                 run(*o);
             });
         } else {
-            cmd->callback([o] { chat(*o); });
+            cmd->add_option("--in-prefix", o->in_prefix, "Text put before each user line");
+            cmd->add_option("--in-suffix", o->in_suffix, "Text put after each user line");
+            cmd->callback([o] {
+                process_escapes(*o);
+                chat(*o);
+            });
         }
     }
 }

@@ -70,7 +70,7 @@ void add_tokenize_command(CLI::App& app) {
         std::string prompt;
         bool ids = false;
         bool no_bos = false;
-        bool special = false;
+        bool parse_special = true;
     };
     auto opts = std::make_shared<Options>();
     CLI::App* cmd = app.add_subcommand("tokenize", "Tokenize a prompt with a GGUF file's vocabulary");
@@ -78,13 +78,14 @@ void add_tokenize_command(CLI::App& app) {
     cmd->add_option("-p,--prompt", opts->prompt, "Text to tokenize")->required();
     cmd->add_flag("--ids", opts->ids, "Print only the ids, as [1, 2, 3]");
     cmd->add_flag("--no-bos", opts->no_bos, "Do not add BOS even when the vocabulary asks for it");
-    cmd->add_flag("--special", opts->special, "Parse special (control) token texts in the prompt as those tokens");
+    cmd->add_flag("--no-parse-special{false}", opts->parse_special,
+                  "Read special-token text (e.g. <|im_end|>) as plain text; by default it becomes those tokens, as llama-tokenize");
     cmd->callback([opts] {
         ModelParams params;
         params.vocab_only = true;
         const auto model = Model::load(opts->model, params);
         // BOS and EOS as the vocabulary asks, then (--no-bos) the BOS taken off again: EOS stays.
-        std::vector<int32_t> ids = model->tokenize(opts->prompt, true, opts->special);
+        std::vector<int32_t> ids = model->tokenize(opts->prompt, true, opts->parse_special);
         if (opts->no_bos && model->adds_bos() && !ids.empty() && ids.front() == model->bos()) ids.erase(ids.begin());
         if (opts->ids) {
             std::string line = "[";
