@@ -1,8 +1,9 @@
 // Token sampling: turns one decode step's logits into a token id.
 //
 // The chain is llama.cpp's common sampler in its default order (common/sampling.cpp, default
-// `--samplers` "penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature"). Each stage
-// below is off at its default unless stated; an off stage leaves the candidates untouched.
+// `--samplers` "penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature"). An off stage
+// leaves the candidates untouched; SamplerParams' defaults turn on top-k, top-p, min-p and
+// temperature only.
 //
 //   0. logit bias  l[token] += bias for every (token, bias) entry, entries adding up; a bias of
 //                  -inf bans the token (llama.cpp `--logit-bias`, how `--ignore-eos` is done).
@@ -20,7 +21,7 @@
 //                  token t = h[j+1] would extend that repeat, so with N_t = max over its j of n_j
 //                  and N_t >= dry_allowed_length:
 //                    l[t] -= dry_multiplier * dry_base^(N_t - dry_allowed_length)
-//                  (the exponent capped so the power stays a finite float). A breaker is a
+//                  (the penalty capped at the largest float, so l stays finite). A breaker is a
 //                  string: a token whose text contains it is never penalized and ends every
 //                  repeat; a token whose text ends with a prefix of it, followed by the tokens of
 //                  the rest, is a multi-token breaker. Breakers need the vocabulary's texts
@@ -55,8 +56,9 @@
 //      s = sum t_i b_i / sum t_i^2 over the first min(100, n) - 1 pairs, t_i = ln((i+2)/(i+1)),
 //      b_i = ln(p_i / p_{i+1}); e = s - 1; keep the k = ((e 2^mu) / (1 - n_vocab^-e))^(1/s)
 //      most probable (at least 1), renormalize and draw.
-//   v2 (same paper; llama.cpp's variant): keep the candidates with surprise -log2 p_i <= mu (at
-//      least the most probable one), renormalize and draw.
+//   v2 (Mirostat 2.0 of the authors' code, github.com/basusourya/mirostat, as llama.cpp has it):
+//      keep the candidates with surprise -log2 p_i <= mu (at least the most probable one),
+//      renormalize and draw.
 // then, with p the drawn token's renormalized probability, mu -= mirostat_eta * (-log2 p -
 // mirostat_tau). mu starts (and reset() restarts it) at 2 * mirostat_tau.
 //
@@ -64,7 +66,7 @@
 // token id first on equal logits, so results do not depend on the C++ library's sort.
 //
 // Random numbers: one std::mt19937 seeded with seed() gives every random choice, in chain order
-// (XTC's draw, then the final draw), each u = r * 2^-32 in [0, 1) from one output r (tessel's
+// (XTC's draw, then the final or Mirostat's draw), each u = r * 2^-32 in [0, 1) from one output r (tessel's
 // own mapping; the std:: distributions differ between standard libraries). An off stage draws
 // nothing. The draw takes the first candidate, in the order above, whose cumulative weight
 // exceeds u times the total weight; weights are exp(l - l_max) summed in double. A seed
