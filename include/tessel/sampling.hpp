@@ -47,8 +47,9 @@
 //  10. draw        softmax over the remaining candidates, then a categorical draw (see below).
 //
 // Greedy (temp <= 0): stages 0-8 run as above (typical-p and XTC may drop the arg-max), then
-// the largest remaining logit wins, the lowest id on ties; no draw. With the defaults, whose
-// truncations always keep the arg-max, that is the arg-max of the penalized logits.
+// the largest remaining logit wins, the lowest id on ties; no draw. The other truncations always
+// keep the arg-max, so with typical-p and XTC off it is the arg-max after stages 0-2 (and they
+// are skipped).
 //
 // Mirostat (mirostat = 1 or 2) replaces stages 1-10, as llama.cpp's: logit bias, temperature,
 // then (greedy when temp <= 0) one of

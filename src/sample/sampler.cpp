@@ -113,6 +113,7 @@ struct Sampler::State {
     std::mt19937 rng;
     sample::TokenHistory history;
     bool penalize, dry;
+    bool greedy_truncates;         // greedy must run typical-p or XTC first: they may drop the arg-max
     sample::DryBreakers breakers;
     double mu;                     // Mirostat's running surprise bound
     sample::CandidateList list;    // reused between calls
@@ -127,6 +128,7 @@ struct Sampler::State {
           history(history_capacity(p)),
           penalize(penalties_on(p)),
           dry(dry_on(p)),
+          greedy_truncates(p.typical_p < 1.0f || (p.xtc_probability > 0.0f && p.xtc_threshold <= 0.5f)),
           mu(2.0 * static_cast<double>(p.mirostat_tau)) {
         if (dry && vocab) breakers = sample::DryBreakers(p.dry_sequence_breakers, *vocab);
     }
@@ -177,6 +179,9 @@ int32_t Sampler::sample(std::span<const float> logits) {
     if (s.dry)
         sample::apply_dry(list, s.history.last(sample::window_capacity(p.dry_penalty_last_n)),
                           {p.dry_multiplier, p.dry_base, p.dry_allowed_length}, s.breakers, s.dry_scratch);
+    // Top-n-sigma, top-k, top-p and min-p always keep the arg-max: greedy skips them unless
+    // typical-p or XTC run.
+    if (p.temp <= 0.0f && !s.greedy_truncates) return list.items[sample::argmax(list)].id;
     sample::top_n_sigma(list, p.top_n_sigma);
     sample::top_k(list, p.top_k);
     sample::typical_p(list, p.typical_p, s.weights);
