@@ -67,10 +67,10 @@
 // token id first on equal logits, so results do not depend on the C++ library's sort.
 //
 // Random numbers: one std::mt19937 seeded with seed() gives every random choice, in chain order
-// (XTC's draw, then the final or Mirostat's draw), each u = r * 2^-32 in [0, 1) from one output r (tessel's
-// own mapping; the std:: distributions differ between standard libraries). An off stage draws
-// nothing. The draw takes the first candidate, in the order above, whose cumulative weight
-// exceeds u times the total weight; weights are exp(l - l_max) summed in double. A seed
+// (XTC's draw, then the final or Mirostat's draw), each u = r * 2^-32 in [0, 1) from one output
+// r (tessel's own mapping; the std:: distributions differ between standard libraries). An off
+// stage draws nothing. The draw takes the first candidate, in the order above, whose cumulative
+// weight exceeds u times the total weight; weights are exp(l - l_max) summed in double. A seed
 // therefore gives the same tokens on every platform.
 #pragma once
 

@@ -105,7 +105,8 @@ void apply_dry(CandidateList& list, std::span<const int32_t> history, const DryP
         if (breakers.is_single_token(token)) continue;
         const double penalty = static_cast<double>(p.multiplier) *
                                std::pow(static_cast<double>(p.base), static_cast<double>(len) - p.allowed_length);
-        list.items[static_cast<size_t>(token)].logit -= static_cast<float>(std::min(penalty, static_cast<double>(FLT_MAX)));
+        const double capped = std::min(penalty, static_cast<double>(FLT_MAX));
+        list.items[static_cast<size_t>(token)].logit -= static_cast<float>(capped);
     }
 }
 

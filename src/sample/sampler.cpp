@@ -22,7 +22,8 @@ namespace tessel {
 namespace {
 
 [[noreturn]] void bad_param(const std::string& field, const std::string& value, const char* expected) {
-    throw Error(ErrorCode::InvalidArgument, "sampler: " + field + " = " + value + " is invalid (expected " + expected + ")");
+    throw Error(ErrorCode::InvalidArgument,
+                "sampler: " + field + " = " + value + " is invalid (expected " + expected + ")");
 }
 
 std::string float_text(float v) {
@@ -62,7 +63,8 @@ void validate(const SamplerParams& p, int32_t n_vocab, bool has_vocab) {
         const LogitBias& b = p.logit_bias[i];
         const std::string field = "logit_bias[" + std::to_string(i) + "]";
         if (b.token < 0 || b.token >= n_vocab)
-            bad_param(field + ".token", std::to_string(b.token), ("a token id in [0, " + std::to_string(n_vocab) + ")").c_str());
+            bad_param(field + ".token", std::to_string(b.token),
+                      ("a token id in [0, " + std::to_string(n_vocab) + ")").c_str());
         if (std::isnan(b.bias) || b.bias == INFINITY)
             bad_param(field + ".bias", float_text(b.bias), "a finite value, or -inf to ban the token");
     }
@@ -72,7 +74,8 @@ void validate(const SamplerParams& p, int32_t n_vocab, bool has_vocab) {
     check_range("xtc_threshold", p.xtc_threshold, 0.0f, 1.0f, "in [0, 1]; > 0.5 = off");
     if (!(p.dry_multiplier >= 0.0f && std::isfinite(p.dry_multiplier)))
         bad_param("dry_multiplier", float_text(p.dry_multiplier), "a finite value >= 0; 0 = off");
-    if (!(p.dry_base >= 1.0f && std::isfinite(p.dry_base))) bad_param("dry_base", float_text(p.dry_base), "a finite value >= 1");
+    if (!(p.dry_base >= 1.0f && std::isfinite(p.dry_base)))
+        bad_param("dry_base", float_text(p.dry_base), "a finite value >= 1");
     if (p.dry_allowed_length < 0) bad_param("dry_allowed_length", std::to_string(p.dry_allowed_length), ">= 0");
     if (p.dry_penalty_last_n < -1)
         bad_param("dry_penalty_last_n", std::to_string(p.dry_penalty_last_n), ">= -1; 0 = off, -1 = every accepted token");
