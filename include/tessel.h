@@ -305,13 +305,28 @@ TESSEL_API tessel_status tessel_kv_clear(tessel_context* ctx);
 
 /* ---- Sampler chain ----------------------------------------------------------------------- */
 
-/* The chain of tessel/sampling.hpp (llama.cpp's default order): logit bias, penalties, DRY,
- * top-n-sigma, top-k, typical-p, top-p, min-p, XTC, temperature and a seeded categorical draw
- * (greedy when temp <= 0), or with mirostat 1|2: logit bias, temperature, Mirostat. A seed gives
+/* The chain of tessel/sampling.hpp: logit bias, then the stages of `samplers` (by default
+ * llama.cpp's order: penalties, DRY, top-n-sigma, top-k, typical-p, top-p, min-p, XTC,
+ * temperature) and a seeded categorical draw (greedy when temp <= 0), or with mirostat 1|2:
+ * logit bias, temperature, Mirostat. A seed gives
  * the same tokens on every platform. */
 typedef struct tessel_sampler tessel_sampler;
 
 #define TESSEL_RANDOM_SEED 0xFFFFFFFFu /* seed value asking for a random seed */
+
+/* The stages tessel_sampler_params.samplers orders (tessel::SamplerStage; llama.cpp's
+ * --samplers names). Values are stable. */
+typedef enum tessel_sampler_stage {
+    TESSEL_SAMPLER_PENALTIES = 0,
+    TESSEL_SAMPLER_DRY = 1,
+    TESSEL_SAMPLER_TOP_N_SIGMA = 2,
+    TESSEL_SAMPLER_TOP_K = 3,
+    TESSEL_SAMPLER_TYPICAL_P = 4,
+    TESSEL_SAMPLER_TOP_P = 5,
+    TESSEL_SAMPLER_MIN_P = 6,
+    TESSEL_SAMPLER_XTC = 7,
+    TESSEL_SAMPLER_TEMPERATURE = 8
+} tessel_sampler_stage;
 
 /* One logit-bias entry: logit[token] += bias (-INFINITY bans the token). */
 typedef struct tessel_logit_bias {
@@ -347,12 +362,17 @@ typedef struct tessel_sampler_params {
     int32_t mirostat;       /* 0 = off, 1 or 2 */
     float mirostat_tau;     /* target surprise, bits; finite, >= 0 */
     float mirostat_eta;     /* learning rate; finite, >= 0 */
+    /* n_samplers tessel_sampler_stage values: the stages in the order they run, copied at
+     * creation; a stage left out does not run (none: NULL, 0). Unused with mirostat. */
+    const int32_t* samplers;
+    size_t n_samplers;
 } tessel_sampler_params;
 
 /* llama.cpp's CLI defaults: temp 0.8, top_k 40, top_p 0.95, min_p 0.05, repeat_penalty 1,
  * repeat_last_n 64, presence and frequency penalties 0, seed TESSEL_RANDOM_SEED, no logit bias,
  * typical_p 1, top_n_sigma -1, xtc 0 / 0.1, dry 0 / 1.75 / 2 / -1 with breakers "\n", ":",
- * "\"", "*" (static storage), mirostat 0 / 5 / 0.1. */
+ * "\"", "*" (static storage), mirostat 0 / 5 / 0.1, samplers in llama.cpp's default order
+ * (penalties, DRY, top-n-sigma, top-k, typical-p, top-p, min-p, XTC, temperature; static storage). */
 TESSEL_API tessel_sampler_params tessel_sampler_default_params(void);
 
 /* A sampler over n_vocab tokens (params NULL: the defaults). INVALID_ARGUMENT naming the field

@@ -1,9 +1,10 @@
 // Token sampling: turns one decode step's logits into a token id.
 //
-// The chain is llama.cpp's common sampler in its default order (common/sampling.cpp, default
-// `--samplers` "penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature"). An off stage
-// leaves the candidates untouched; SamplerParams' defaults turn on top-k, top-p, min-p and
-// temperature only.
+// The chain is llama.cpp's common sampler: the logit bias, then the stages of
+// SamplerParams::samplers in their order (llama.cpp `--samplers`; the default order is
+// "penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature", numbered below), then the
+// draw. An off stage leaves the candidates untouched; SamplerParams' defaults turn on top-k,
+// top-p, min-p and temperature only.
 //
 //   0. logit bias  l[token] += bias for every (token, bias) entry, entries adding up; a bias of
 //                  -inf bans the token (llama.cpp `--logit-bias`, how `--ignore-eos` is done).
@@ -46,12 +47,12 @@
 //   9. temperature l = l / temp.
 //  10. draw        softmax over the remaining candidates, then a categorical draw (see below).
 //
-// Greedy (temp <= 0): stages 0-8 run as above (typical-p and XTC may drop the arg-max), then
+// Greedy (temp <= 0): the stages run as above (typical-p and XTC may drop the arg-max), then
 // the largest remaining logit wins, the lowest id on ties; no draw. The other truncations always
-// keep the arg-max, so with typical-p and XTC off it is the arg-max after stages 0-2 (and they
-// are skipped).
+// keep the arg-max, so when typical-p and XTC are off and no penalty stage follows a truncation,
+// they are skipped: the result is the arg-max after the logit bias and penalty stages.
 //
-// Mirostat (mirostat = 1 or 2) replaces stages 1-10, as llama.cpp's: logit bias, temperature,
+// Mirostat (mirostat = 1 or 2) replaces stages 1-10 whatever `samplers` says, as llama.cpp's: logit bias, temperature,
 // then (greedy when temp <= 0) one of
 //   v1 (Basu et al. 2020, arXiv:2007.14966, Algorithm 1): softmax p_i in candidate order;
 //      s = sum t_i b_i / sum t_i^2 over the first min(100, n) - 1 pairs, t_i = ln((i+2)/(i+1)),
@@ -92,6 +93,19 @@ class Model;
 /// `--seed -1`. Sampler::seed() reports the seed actually used.
 inline constexpr uint32_t kRandomSeed = 0xFFFFFFFFu;
 
+/// The stages SamplerParams::samplers orders (llama.cpp's `--samplers` names in comments).
+enum class SamplerStage : uint8_t {
+    Penalties,    ///< "penalties": repeat, frequency and presence penalties (stage 1)
+    Dry,          ///< "dry" (stage 2)
+    TopNSigma,    ///< "top_n_sigma" (stage 3)
+    TopK,         ///< "top_k" (stage 4)
+    TypicalP,     ///< "typ_p" (stage 5)
+    TopP,         ///< "top_p" (stage 6)
+    MinP,         ///< "min_p" (stage 7)
+    Xtc,          ///< "xtc" (stage 8)
+    Temperature,  ///< "temperature" (stage 9)
+};
+
 /// One logit-bias entry: l[token] += bias.
 struct LogitBias {
     int32_t token = 0;  ///< in [0, n_vocab)
@@ -127,6 +141,12 @@ struct SamplerParams {
     int32_t mirostat = 0;            ///< 0 = off, 1 = Mirostat, 2 = Mirostat 2.0.
     float mirostat_tau = 5.0f;       ///< target surprise, bits; finite, >= 0 (llama.cpp --mirostat-ent).
     float mirostat_eta = 0.1f;       ///< learning rate; finite, >= 0 (llama.cpp --mirostat-lr).
+    /// Stages 1-9 in the order they run (llama.cpp --samplers); a stage left out does not run
+    /// (without Temperature the draw is at temperature 1; greedy still needs temp <= 0). A stage
+    /// may appear more than once. Unused with Mirostat.
+    std::vector<SamplerStage> samplers = {SamplerStage::Penalties, SamplerStage::Dry,   SamplerStage::TopNSigma,
+                                          SamplerStage::TopK,      SamplerStage::TypicalP, SamplerStage::TopP,
+                                          SamplerStage::MinP,      SamplerStage::Xtc,   SamplerStage::Temperature};
 };
 
 /// What the vocabulary-aware stages need of a model's vocabulary (DRY's sequence breakers).

@@ -161,6 +161,8 @@ class SamplerParams(ctypes.Structure):
         ("mirostat", ctypes.c_int32),
         ("mirostat_tau", ctypes.c_float),
         ("mirostat_eta", ctypes.c_float),
+        ("samplers", ctypes.POINTER(ctypes.c_int32)),
+        ("n_samplers", ctypes.c_size_t),
     ]
 
 

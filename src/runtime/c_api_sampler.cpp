@@ -11,8 +11,14 @@ using capi::require;
 
 namespace {
 
-// SamplerParams' default breakers as C strings (tessel_sampler_default_params points at them).
+// SamplerParams' default breakers and order as C arrays (tessel_sampler_default_params points
+// at them).
 const char* const kDefaultBreakers[] = {"\n", ":", "\"", "*"};
+const int32_t kDefaultOrder[] = {TESSEL_SAMPLER_PENALTIES, TESSEL_SAMPLER_DRY,      TESSEL_SAMPLER_TOP_N_SIGMA,
+                                 TESSEL_SAMPLER_TOP_K,     TESSEL_SAMPLER_TYPICAL_P, TESSEL_SAMPLER_TOP_P,
+                                 TESSEL_SAMPLER_MIN_P,     TESSEL_SAMPLER_XTC,      TESSEL_SAMPLER_TEMPERATURE};
+static_assert(static_cast<int>(SamplerStage::Temperature) == TESSEL_SAMPLER_TEMPERATURE &&
+              static_cast<int>(SamplerStage::Xtc) == TESSEL_SAMPLER_XTC && static_cast<int>(SamplerStage::Dry) == TESSEL_SAMPLER_DRY);
 
 SamplerParams to_cpp(const tessel_sampler_params& p) {
     SamplerParams sp;
@@ -45,6 +51,14 @@ SamplerParams to_cpp(const tessel_sampler_params& p) {
     sp.mirostat = p.mirostat;
     sp.mirostat_tau = p.mirostat_tau;
     sp.mirostat_eta = p.mirostat_eta;
+    if (p.n_samplers > 0) require(p.samplers, "params->samplers");
+    sp.samplers.clear();
+    for (size_t i = 0; i < p.n_samplers; ++i) {
+        if (p.samplers[i] < 0 || p.samplers[i] > TESSEL_SAMPLER_TEMPERATURE)
+            throw Error(ErrorCode::InvalidArgument, "sampler: samplers[" + std::to_string(i) + "] = " +
+                                                        std::to_string(p.samplers[i]) + " is invalid (expected 0..8)");
+        sp.samplers.push_back(static_cast<SamplerStage>(p.samplers[i]));
+    }
     return sp;
 }
 
@@ -79,6 +93,8 @@ tessel_sampler_params tessel_sampler_default_params(void) {
     p.mirostat = d.mirostat;
     p.mirostat_tau = d.mirostat_tau;
     p.mirostat_eta = d.mirostat_eta;
+    p.samplers = kDefaultOrder;
+    p.n_samplers = std::size(kDefaultOrder);
     return p;
 }
 

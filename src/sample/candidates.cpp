@@ -42,6 +42,13 @@ size_t argmax(const CandidateList& list) {
     return best;
 }
 
+Candidate* find_id(CandidateList& list, int32_t id) {
+    const auto i = static_cast<size_t>(id);
+    if (id >= 0 && i < list.items.size() && list.items[i].id == id) return &list.items[i];
+    const auto it = std::find_if(list.items.begin(), list.items.end(), [id](const Candidate& c) { return c.id == id; });
+    return it == list.items.end() ? nullptr : &*it;
+}
+
 double softmax_weights(const CandidateList& list, std::vector<double>& weights) {
     const double max_logit = list.items[argmax(list)].logit;
     weights.resize(list.items.size());

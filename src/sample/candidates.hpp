@@ -42,6 +42,10 @@ struct CandidateList {
 /// lowest id among equal maxima. The list must not be empty.
 size_t argmax(const CandidateList& list);
 
+/// The item of token `id`, or nullptr when the list does not hold it: O(1) where the list is still
+/// in id order (as assign leaves it), else a scan.
+Candidate* find_id(CandidateList& list, int32_t id);
+
 /// Unnormalized softmax weights exp(l - l_max) in double, one per item, in item order.
 /// Returns their sum. `weights` is resized to the list size. The list must not be empty.
 double softmax_weights(const CandidateList& list, std::vector<double>& weights);

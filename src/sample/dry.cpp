@@ -106,7 +106,7 @@ void apply_dry(CandidateList& list, std::span<const int32_t> history, const DryP
         const double penalty = static_cast<double>(p.multiplier) *
                                std::pow(static_cast<double>(p.base), static_cast<double>(len) - p.allowed_length);
         const double capped = std::min(penalty, static_cast<double>(FLT_MAX));
-        list.items[static_cast<size_t>(token)].logit -= static_cast<float>(capped);
+        if (Candidate* c = find_id(list, token)) c->logit -= static_cast<float>(capped);
     }
 }
 

@@ -45,9 +45,9 @@ struct DryScratch {
     std::vector<std::pair<int32_t, int32_t>> repeats;        // (token, repeat length)
 };
 
-/// Applies DRY for `history` (oldest first) to `list`, whose items must be in id order with
-/// items[i].id == i; history tokens must be < list size. The penalty is capped at the largest
-/// float so a penalized logit stays finite.
+/// Applies DRY for `history` (oldest first) to the items of `list` (any order; a token it no
+/// longer holds is skipped). The penalty is capped at the largest float so a penalized logit
+/// stays finite.
 void apply_dry(CandidateList& list, std::span<const int32_t> history, const DryParams& p, const DryBreakers& breakers,
                DryScratch& scratch);
 

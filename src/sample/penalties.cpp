@@ -13,9 +13,11 @@ void apply_penalties(CandidateList& list, std::span<const int32_t> window, const
         size_t end = i;
         while (end < seen.size() && seen[end] == seen[i]) ++end;
         const float count = static_cast<float>(end - i);
-        float& l = list.items[static_cast<size_t>(seen[i])].logit;
-        l = l <= 0.0f ? l * p.repeat : l / p.repeat;
-        l -= count * p.frequency + p.presence;
+        if (Candidate* c = find_id(list, seen[i])) {
+            float& l = c->logit;
+            l = l <= 0.0f ? l * p.repeat : l / p.repeat;
+            l -= count * p.frequency + p.presence;
+        }
         i = end;
     }
 }

@@ -15,9 +15,8 @@ struct PenaltyParams {
     float presence = 0.0f;   ///< subtracted once when the token occurs at all
 };
 
-/// Applies the penalties for the tokens of `window` (any order) to `list`, whose items must be
-/// in id order with items[i].id == i (as CandidateList::assign leaves them). Tokens of the
-/// window must be < list size.
+/// Applies the penalties for the tokens of `window` (any order) to the items of `list` (any
+/// order; a token it no longer holds is skipped).
 void apply_penalties(CandidateList& list, std::span<const int32_t> window, const PenaltyParams& p);
 
 }  // namespace tessel::sample

@@ -40,11 +40,31 @@ void check_range(const char* field, float v, float lo, float hi, const char* exp
     if (!(v >= lo && v <= hi)) bad_param(field, float_text(v), expected);
 }
 
-bool dry_on(const SamplerParams& p) { return p.mirostat == 0 && p.dry_multiplier > 0.0f && p.dry_penalty_last_n != 0; }
+bool runs(const SamplerParams& p, SamplerStage stage) {
+    return p.mirostat == 0 && std::find(p.samplers.begin(), p.samplers.end(), stage) != p.samplers.end();
+}
+
+bool dry_on(const SamplerParams& p) {
+    return runs(p, SamplerStage::Dry) && p.dry_multiplier > 0.0f && p.dry_penalty_last_n != 0;
+}
 
 bool penalties_on(const SamplerParams& p) {
-    return p.mirostat == 0 && p.repeat_last_n != 0 &&
+    return runs(p, SamplerStage::Penalties) && p.repeat_last_n != 0 &&
            (p.repeat_penalty != 1.0f || p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f);
+}
+
+bool is_truncation(SamplerStage s) {
+    return s != SamplerStage::Penalties && s != SamplerStage::Dry && s != SamplerStage::Temperature;
+}
+
+// Greedy may skip the truncations when none of them can change the arg-max after the penalty
+// stages: typical-p and XTC (which may drop it) are off, and no penalty stage follows a truncation.
+bool greedy_skips_truncations(const SamplerParams& p) {
+    if (runs(p, SamplerStage::TypicalP) && p.typical_p < 1.0f) return false;
+    if (runs(p, SamplerStage::Xtc) && p.xtc_probability > 0.0f && p.xtc_threshold <= 0.5f) return false;
+    const auto first = std::find_if(p.samplers.begin(), p.samplers.end(), is_truncation);
+    return std::none_of(first, p.samplers.end(),
+                        [](SamplerStage s) { return s == SamplerStage::Penalties || s == SamplerStage::Dry; });
 }
 
 void validate(const SamplerParams& p, int32_t n_vocab, bool has_vocab) {
@@ -86,6 +106,10 @@ void validate(const SamplerParams& p, int32_t n_vocab, bool has_vocab) {
         throw Error(ErrorCode::InvalidArgument,
                     "sampler: dry_sequence_breakers need the vocabulary's token texts: construct the Sampler with the "
                     "model (or a SamplerVocab), or clear dry_sequence_breakers");
+    for (size_t i = 0; i < p.samplers.size(); ++i)
+        if (static_cast<uint8_t>(p.samplers[i]) > static_cast<uint8_t>(SamplerStage::Temperature))
+            bad_param("samplers[" + std::to_string(i) + "]", std::to_string(static_cast<int>(p.samplers[i])),
+                      "a SamplerStage, 0..8");
     if (p.mirostat < 0 || p.mirostat > 2) bad_param("mirostat", std::to_string(p.mirostat), "0 (off), 1 or 2");
     if (!(p.mirostat_tau >= 0.0f && std::isfinite(p.mirostat_tau)))
         bad_param("mirostat_tau", float_text(p.mirostat_tau), "a finite value >= 0");
@@ -116,7 +140,7 @@ struct Sampler::State {
     std::mt19937 rng;
     sample::TokenHistory history;
     bool penalize, dry;
-    bool greedy_truncates;         // greedy must run typical-p or XTC first: they may drop the arg-max
+    bool greedy_skips;             // greedy_skips_truncations(params)
     sample::DryBreakers breakers;
     double mu;                     // Mirostat's running surprise bound
     sample::CandidateList list;    // reused between calls
@@ -131,7 +155,7 @@ struct Sampler::State {
           history(history_capacity(p)),
           penalize(penalties_on(p)),
           dry(dry_on(p)),
-          greedy_truncates(p.typical_p < 1.0f || (p.xtc_probability > 0.0f && p.xtc_threshold <= 0.5f)),
+          greedy_skips(greedy_skips_truncations(p)),
           mu(2.0 * static_cast<double>(p.mirostat_tau)) {
         if (dry && vocab) breakers = sample::DryBreakers(p.dry_sequence_breakers, *vocab);
     }
@@ -176,24 +200,33 @@ int32_t Sampler::sample(std::span<const float> logits) {
     }
     if (p.mirostat != 0) return s.sample_mirostat();
 
-    if (s.penalize)
-        sample::apply_penalties(list, s.history.last(sample::window_capacity(p.repeat_last_n)),
-                                {p.repeat_penalty, p.frequency_penalty, p.presence_penalty});
-    if (s.dry)
-        sample::apply_dry(list, s.history.last(sample::window_capacity(p.dry_penalty_last_n)),
-                          {p.dry_multiplier, p.dry_base, p.dry_allowed_length}, s.breakers, s.dry_scratch);
-    // Top-n-sigma, top-k, top-p and min-p always keep the arg-max: greedy skips them unless
-    // typical-p or XTC run.
-    if (p.temp <= 0.0f && !s.greedy_truncates) return list.items[sample::argmax(list)].id;
-    sample::top_n_sigma(list, p.top_n_sigma);
-    sample::top_k(list, p.top_k);
-    sample::typical_p(list, p.typical_p, s.weights);
-    sample::top_p(list, p.top_p, s.weights);
-    sample::min_p(list, p.min_p);
-    sample::xtc(list, p.xtc_probability, p.xtc_threshold, s.rng, s.weights);
+    const bool skip_truncations = p.temp <= 0.0f && s.greedy_skips;
+    for (const SamplerStage stage : p.samplers) {
+        if (skip_truncations && is_truncation(stage)) continue;
+        switch (stage) {
+        case SamplerStage::Penalties:
+            if (s.penalize)
+                sample::apply_penalties(list, s.history.last(sample::window_capacity(p.repeat_last_n)),
+                                        {p.repeat_penalty, p.frequency_penalty, p.presence_penalty});
+            break;
+        case SamplerStage::Dry:
+            if (s.dry)
+                sample::apply_dry(list, s.history.last(sample::window_capacity(p.dry_penalty_last_n)),
+                                  {p.dry_multiplier, p.dry_base, p.dry_allowed_length}, s.breakers, s.dry_scratch);
+            break;
+        case SamplerStage::TopNSigma: sample::top_n_sigma(list, p.top_n_sigma); break;
+        case SamplerStage::TopK: sample::top_k(list, p.top_k); break;
+        case SamplerStage::TypicalP: sample::typical_p(list, p.typical_p, s.weights); break;
+        case SamplerStage::TopP: sample::top_p(list, p.top_p, s.weights); break;
+        case SamplerStage::MinP: sample::min_p(list, p.min_p); break;
+        case SamplerStage::Xtc: sample::xtc(list, p.xtc_probability, p.xtc_threshold, s.rng, s.weights); break;
+        case SamplerStage::Temperature:
+            if (p.temp > 0.0f) sample::apply_temperature(list, p.temp);
+            break;
+        }
+    }
     if (p.temp <= 0.0f) return list.items[sample::argmax(list)].id;
 
-    sample::apply_temperature(list, p.temp);
     list.sort();
     const double total = sample::softmax_weights(list, s.weights);
     return list.items[sample::pick_weighted(s.weights, total, sample::uniform01(s.rng))].id;

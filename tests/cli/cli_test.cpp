@@ -116,7 +116,7 @@ TEST_F(CliErrors, BadSamplingValueNamesTheFlag) {
              {"--xtc-threshold", "2"}, {"--dry-multiplier", "-1"}, {"--dry-base", "0.9"}, {"--dry-allowed-length", "-1"},
              {"--dry-penalty-last-n", "-2"}, {"--dry-sequence-breaker", ""}, {"--mirostat", "3"}, {"--mirostat-lr", "nan"},
              {"--mirostat-ent", "-1"}, {"--logit-bias", "15043"}, {"--logit-bias", "15043+inf"}, {"--logit-bias", "x-1"},
-             {"--logit-bias", "15043*2"}, {"--logit-bias", "49152+1"}}) {
+             {"--logit-bias", "15043*2"}, {"--logit-bias", "49152+1"}, {"--samplers", "top_k;foo"}, {"--sampling-seq", "kq"}}) {
         const CliResult r = run_tessel({"run", "-m", tiny("m.gguf"), "-p", "hi", flag, value});
         EXPECT_EQ(r.exit_code, 2) << flag << " " << value << ": " << r.err;
         const auto lines = r.err_lines();

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "tessel.h"
 #include "tessel/errors.hpp"
 #include "tessel/sampling.hpp"
 
@@ -346,6 +347,7 @@ TEST(SamplerChain, InvalidNewParametersNameTheField) {
     expect_param_error([](SamplerParams& p) { p.mirostat_tau = -1.0f; }, "mirostat_tau");
     expect_param_error([](SamplerParams& p) { p.mirostat_eta = INFINITY; }, "mirostat_eta");
     expect_param_error([](SamplerParams& p) { p.repeat_last_n = -2; }, "repeat_last_n");
+    expect_param_error([](SamplerParams& p) { p.samplers = {SamplerStage::TopK, static_cast<SamplerStage>(9)}; }, "samplers[1]");
     SamplerParams whole;
     whole.repeat_last_n = -1;  // every accepted token
     whole.repeat_penalty = 100.0f;
@@ -354,4 +356,89 @@ TEST(SamplerChain, InvalidNewParametersNameTheField) {
     s.accept(0);
     for (int i = 0; i < 500; ++i) s.accept(2);
     EXPECT_EQ(s.sample(std::vector<float>{1.0f, 0.5f, 0.9f}), 1);  // 0 still penalized 500 tokens later
+}
+
+TEST(SamplerChain, OrderDecidesWhatTemperatureMeansToMinP) {
+    // Probabilities 0.5 (id 1) and 0.25 (id 3) after top-k 2, ratio 0.5: min-p 0.4 keeps both
+    // before temperature 0.5; after it the ratio is 0.25 and only id 1 stays.
+    const std::vector<float> logits = {std::log(0.125f), std::log(0.5f), std::log(0.125f), std::log(0.25f)};
+    SamplerParams p;
+    p.seed = 77;
+    p.temp = 0.5f;
+    p.top_k = 2;
+    p.top_p = 1.0f;
+    p.min_p = 0.4f;
+    Sampler default_order(p, 4);
+    p.samplers = {SamplerStage::TopK, SamplerStage::Temperature, SamplerStage::MinP};
+    Sampler temp_first(p, 4);
+    std::mt19937 reference(77);
+    for (int i = 0; i < 200; ++i) {
+        const double u = static_cast<double>(reference()) * 0x1p-32;
+        ASSERT_EQ(default_order.sample(logits), u < 0.8 ? 1 : 3) << "draw " << i;  // weights 1 and 0.25
+        ASSERT_EQ(temp_first.sample(logits), 1) << "draw " << i;
+    }
+}
+
+TEST(SamplerChain, PenaltiesAfterTopKSeeOnlyTheSurvivors) {
+    // top-k 2 keeps ids 2 and 3 (logits 3, 2): a penalty after it cannot reach id 0, and finds
+    // ids 2 and 3 in a list no longer in id order.
+    const std::vector<float> logits = {0.0f, 1.0f, 3.0f, 2.0f};
+    SamplerParams p = greedy();
+    p.top_k = 2;
+    p.presence_penalty = -10.0f;
+    for (const bool penalties_first : {true, false}) {
+        p.samplers = penalties_first ? std::vector<SamplerStage>{SamplerStage::Penalties, SamplerStage::TopK}
+                                     : std::vector<SamplerStage>{SamplerStage::TopK, SamplerStage::Penalties};
+        Sampler s(p, 4);
+        s.accept(0);  // 0 + 10 = 10 wins only if the penalty sees it
+        EXPECT_EQ(s.sample(logits), penalties_first ? 0 : 2);
+    }
+    p.presence_penalty = 5.0f;
+    p.samplers = {SamplerStage::TopK, SamplerStage::Penalties};
+    Sampler after(p, 4);
+    after.accept(2);  // 3 - 5 = -2 < 2: id 3
+    EXPECT_EQ(after.sample(logits), 3);
+}
+
+TEST(SamplerChain, AnEmptyOrderDrawsFromTheRawSoftmax) {
+    // No stage, not even temperature: the draw is over softmax(l) (temp only decides greedy).
+    const std::vector<float> logits = {0.0f, std::log(3.0f)};  // weights 1 and 3
+    SamplerParams p;
+    p.seed = 5;
+    p.temp = 0.25f;
+    p.samplers.clear();
+    Sampler s(p, 2);
+    std::mt19937 reference(5);
+    for (int i = 0; i < 200; ++i) {
+        const double u = static_cast<double>(reference()) * 0x1p-32;
+        ASSERT_EQ(s.sample(logits), u < 0.75 ? 1 : 0) << "draw " << i;  // id 1 first in candidate order
+    }
+}
+
+TEST(SamplerChain, CDefaultsAreTheCppDefaults) {
+    const SamplerParams d;
+    const tessel_sampler_params c = tessel_sampler_default_params();
+    EXPECT_EQ(c.temp, d.temp);
+    EXPECT_EQ(c.top_k, d.top_k);
+    EXPECT_EQ(c.top_p, d.top_p);
+    EXPECT_EQ(c.min_p, d.min_p);
+    EXPECT_EQ(c.repeat_penalty, d.repeat_penalty);
+    EXPECT_EQ(c.repeat_last_n, d.repeat_last_n);
+    EXPECT_EQ(c.seed, d.seed);
+    EXPECT_EQ(c.n_logit_bias, 0u);
+    EXPECT_EQ(c.typical_p, d.typical_p);
+    EXPECT_EQ(c.top_n_sigma, d.top_n_sigma);
+    EXPECT_EQ(c.xtc_probability, d.xtc_probability);
+    EXPECT_EQ(c.xtc_threshold, d.xtc_threshold);
+    EXPECT_EQ(c.dry_multiplier, d.dry_multiplier);
+    EXPECT_EQ(c.dry_base, d.dry_base);
+    EXPECT_EQ(c.dry_allowed_length, d.dry_allowed_length);
+    EXPECT_EQ(c.dry_penalty_last_n, d.dry_penalty_last_n);
+    ASSERT_EQ(c.n_dry_sequence_breakers, d.dry_sequence_breakers.size());
+    for (size_t i = 0; i < c.n_dry_sequence_breakers; ++i) EXPECT_EQ(c.dry_sequence_breakers[i], d.dry_sequence_breakers[i]);
+    EXPECT_EQ(c.mirostat, d.mirostat);
+    EXPECT_EQ(c.mirostat_tau, d.mirostat_tau);
+    EXPECT_EQ(c.mirostat_eta, d.mirostat_eta);
+    ASSERT_EQ(c.n_samplers, d.samplers.size());
+    for (size_t i = 0; i < c.n_samplers; ++i) EXPECT_EQ(c.samplers[i], static_cast<int32_t>(d.samplers[i]));
 }

@@ -1,5 +1,6 @@
 #include "run_options.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cerrno>
 #include <cmath>
@@ -96,6 +97,40 @@ std::string parse_logit_bias(const std::string& in, LogitBias& out) {
     }
 }
 
+// A --samplers list (llama.cpp's names and aliases, separated by ';') or a --sampling-seq string
+// (one letter a stage) as stages; the error text when it is not one.
+std::string parse_sampler_order(const std::string& in, bool letters, std::vector<SamplerStage>& out) {
+    using S = SamplerStage;
+    static const std::vector<std::pair<std::string, S>> names = {
+        {"penalties", S::Penalties}, {"dry", S::Dry}, {"top_n_sigma", S::TopNSigma}, {"top-n-sigma", S::TopNSigma},
+        {"top_k", S::TopK}, {"top-k", S::TopK}, {"typ_p", S::TypicalP}, {"typ-p", S::TypicalP}, {"typ", S::TypicalP},
+        {"typical_p", S::TypicalP}, {"typical-p", S::TypicalP}, {"typical", S::TypicalP}, {"top_p", S::TopP},
+        {"top-p", S::TopP}, {"nucleus", S::TopP}, {"min_p", S::MinP}, {"min-p", S::MinP}, {"xtc", S::Xtc},
+        {"temperature", S::Temperature}, {"temp", S::Temperature}};
+    static const std::string codes = "edskypmxt";  // in SamplerStage order
+    out.clear();
+    if (letters) {
+        for (char c : in) {
+            const size_t i = codes.find(c);
+            if (i == std::string::npos)
+                return std::string("unknown sampler letter '") + c + "' (known: " + codes + ")";
+            out.push_back(static_cast<S>(i));
+        }
+        return {};
+    }
+    for (size_t start = 0; start <= in.size();) {
+        const size_t end = std::min(in.find(';', start), in.size());
+        const std::string name = in.substr(start, end - start);
+        start = end + 1;
+        if (name.empty()) continue;
+        const auto it = std::find_if(names.begin(), names.end(), [&](const auto& n) { return n.first == name; });
+        if (it == names.end())
+            return "unknown sampler '" + name + "' (known: penalties, dry, top_n_sigma, top_k, typ_p, top_p, min_p, xtc, temperature)";
+        out.push_back(it->second);
+    }
+    return {};
+}
+
 // A --dry-sequence-breaker value with \n, \t, \r, \\, \" and \' turned into their characters, as
 // llama.cpp does; any other backslash stays as it is.
 std::string unescape(const std::string& in) {
@@ -173,6 +208,19 @@ void add_sampling_options(CLI::App& cmd, SamplerParams& s) {
                 return parse_logit_bias(in, unused);
             },
             "TOKEN_ID(+/-)BIAS"));
+    for (const bool letters : {false, true}) {
+        cmd.add_option_function<std::string>(
+               letters ? "--sampling-seq,--sampler-seq" : "--samplers",
+               [&s, letters](const std::string& v) { parse_sampler_order(v, letters, s.samplers); },
+               letters ? "The samplers' order as letters, one a stage (default: edskypmxt)"
+                       : "The samplers' order, ';'-separated (default: penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature)")
+            ->check(CLI::Validator(
+                [letters](std::string& in) -> std::string {
+                    std::vector<SamplerStage> unused;
+                    return parse_sampler_order(in, letters, unused);
+                },
+                letters ? "LETTERS" : "NAMES"));
+    }
     cmd.add_option_function<int64_t>(
            "--seed", [&s](const int64_t& v) { s.seed = v == -1 ? kRandomSeed : static_cast<uint32_t>(v); },
            "RNG seed (-1: random, the default)")

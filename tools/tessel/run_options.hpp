@@ -34,7 +34,8 @@ void add_packing_flag(CLI::App& cmd);
 /// --top-nsigma, --xtc-probability, --xtc-threshold, --repeat-penalty, --repeat-last-n,
 /// --presence-penalty, --frequency-penalty, --dry-multiplier, --dry-base, --dry-allowed-length,
 /// --dry-penalty-last-n, --dry-sequence-breaker, --mirostat, --mirostat-lr, --mirostat-ent,
-/// -l/--logit-bias, --seed. A malformed value is a flag error (exit 2) naming the flag.
+/// -l/--logit-bias, --samplers, --sampling-seq, --seed. A malformed value is a flag error (exit
+/// 2) naming the flag.
 void add_sampling_options(CLI::App& cmd, SamplerParams& s);
 /// The Sampler for `model`'s vocabulary. A --logit-bias token outside the vocabulary is a flag
 /// error (CLI::ValidationError, exit 2); other bad values throw as Sampler's constructor.
