@@ -305,40 +305,92 @@ TESSEL_API tessel_status tessel_kv_clear(tessel_context* ctx);
 
 /* ---- Sampler chain ----------------------------------------------------------------------- */
 
-/* The chain of tessel/sampling.hpp (llama.cpp's default order): penalties, then greedy when
- * temp <= 0, else top-k, top-p, min-p, temperature and a seeded categorical draw. A seed gives
+/* The chain of tessel/sampling.hpp: logit bias, then the stages of `samplers` (by default
+ * llama.cpp's order: penalties, DRY, top-n-sigma, top-k, typical-p, top-p, min-p, XTC,
+ * temperature) and a seeded categorical draw (greedy when temp <= 0), or with mirostat 1|2:
+ * logit bias, temperature, Mirostat. A seed gives
  * the same tokens on every platform. */
 typedef struct tessel_sampler tessel_sampler;
 
 #define TESSEL_RANDOM_SEED 0xFFFFFFFFu /* seed value asking for a random seed */
 
+/* The stages tessel_sampler_params.samplers orders (tessel::SamplerStage; llama.cpp's
+ * --samplers names). Values are stable. */
+typedef enum tessel_sampler_stage {
+    TESSEL_SAMPLER_PENALTIES = 0,
+    TESSEL_SAMPLER_DRY = 1,
+    TESSEL_SAMPLER_TOP_N_SIGMA = 2,
+    TESSEL_SAMPLER_TOP_K = 3,
+    TESSEL_SAMPLER_TYPICAL_P = 4,
+    TESSEL_SAMPLER_TOP_P = 5,
+    TESSEL_SAMPLER_MIN_P = 6,
+    TESSEL_SAMPLER_XTC = 7,
+    TESSEL_SAMPLER_TEMPERATURE = 8
+} tessel_sampler_stage;
+
+/* One logit-bias entry: logit[token] += bias (-INFINITY bans the token). */
+typedef struct tessel_logit_bias {
+    int32_t token;          /* 0..n_vocab-1 */
+    float bias;             /* finite or -INFINITY */
+} tessel_logit_bias;
+
+/* Fields past seed were added later, at the end, so the older ones keep their offsets. */
 typedef struct tessel_sampler_params {
     float temp;             /* <= 0: greedy; finite */
     int32_t top_k;          /* >= 0; 0 = off */
     float top_p;            /* (0, 1]; 1 = off */
     float min_p;            /* [0, 1]; 0 = off */
     float repeat_penalty;   /* > 0; 1 = off */
-    int32_t repeat_last_n;  /* >= 0 tokens of history penalized; 0 = off */
+    int32_t repeat_last_n;  /* >= -1 tokens of history penalized; 0 = off; -1 = all accepted */
     float presence_penalty; /* finite; 0 = off */
     float frequency_penalty;/* finite; 0 = off */
     uint32_t seed;          /* TESSEL_RANDOM_SEED: drawn at creation (tessel_sampler_seed) */
+    const tessel_logit_bias* logit_bias; /* n_logit_bias entries, copied at creation; NULL if 0 */
+    size_t n_logit_bias;
+    float typical_p;        /* [0, 1]; 1 = off */
+    float top_n_sigma;      /* finite; <= 0 = off */
+    float xtc_probability;  /* [0, 1]; 0 = off */
+    float xtc_threshold;    /* [0, 1]; > 0.5 = off */
+    float dry_multiplier;   /* finite, >= 0; 0 = off */
+    float dry_base;         /* finite, >= 1 */
+    int32_t dry_allowed_length; /* >= 0 */
+    int32_t dry_penalty_last_n; /* >= -1; 0 = off; -1 = all accepted */
+    /* n_dry_sequence_breakers non-empty NUL-terminated strings, copied at creation. With DRY on
+     * they need the vocabulary: tessel_sampler_new_for_model. */
+    const char* const* dry_sequence_breakers;
+    size_t n_dry_sequence_breakers;
+    int32_t mirostat;       /* 0 = off, 1 or 2 */
+    float mirostat_tau;     /* target surprise, bits; finite, >= 0 */
+    float mirostat_eta;     /* learning rate; finite, >= 0 */
+    /* n_samplers tessel_sampler_stage values: the stages in the order they run, copied at
+     * creation; a stage left out does not run (none: NULL, 0). Unused with mirostat. */
+    const int32_t* samplers;
+    size_t n_samplers;
 } tessel_sampler_params;
 
 /* llama.cpp's CLI defaults: temp 0.8, top_k 40, top_p 0.95, min_p 0.05, repeat_penalty 1,
- * repeat_last_n 64, presence and frequency penalties 0, seed TESSEL_RANDOM_SEED. */
+ * repeat_last_n 64, presence and frequency penalties 0, seed TESSEL_RANDOM_SEED, no logit bias,
+ * typical_p 1, top_n_sigma -1, xtc 0 / 0.1, dry 0 / 1.75 / 2 / -1 with breakers "\n", ":",
+ * "\"", "*" (static storage), mirostat 0 / 5 / 0.1, samplers in llama.cpp's default order
+ * (penalties, DRY, top-n-sigma, top-k, typical-p, top-p, min-p, XTC, temperature; static storage). */
 TESSEL_API tessel_sampler_params tessel_sampler_default_params(void);
 
 /* A sampler over n_vocab tokens (params NULL: the defaults). INVALID_ARGUMENT naming the field
- * out of range, or for n_vocab <= 0. */
+ * out of range, for n_vocab <= 0, or for DRY on with sequence breakers (they need the texts of
+ * the tokens: use tessel_sampler_new_for_model). */
 TESSEL_API tessel_status tessel_sampler_new(const tessel_sampler_params* params, int32_t n_vocab, tessel_sampler** sampler);
+/* A sampler over model's vocabulary, which DRY's sequence breakers use. Errors as
+ * tessel_sampler_new; the sampler does not keep the model. */
+TESSEL_API tessel_status tessel_sampler_new_for_model(const tessel_sampler_params* params, const tessel_model* model,
+                                                      tessel_sampler** sampler);
 TESSEL_API void tessel_sampler_free(tessel_sampler* sampler);
 /* *token = the token the chain picks from logits[0..n_vocab) (-inf bans a token). Does not
  * record it: call tessel_sampler_accept for the token used. INVALID_ARGUMENT for a NaN or +inf
- * logit, or when every logit is -inf. */
+ * logit, or when every logit is -inf (also after the logit bias). */
 TESSEL_API tessel_status tessel_sampler_sample(tessel_sampler* sampler, const float* logits, int32_t* token);
-/* Records `token` (0..n_vocab-1) in the penalty history. */
+/* Records `token` (0..n_vocab-1) in the penalty and DRY history. */
 TESSEL_API tessel_status tessel_sampler_accept(tessel_sampler* sampler, int32_t token);
-/* Clears the history and restarts the random generator from the seed. */
+/* Clears the history, restarts Mirostat and the random generator from the seed. */
 TESSEL_API tessel_status tessel_sampler_reset(tessel_sampler* sampler);
 /* The seed in use (the drawn one for TESSEL_RANDOM_SEED); 0 for NULL. */
 TESSEL_API uint32_t tessel_sampler_seed(const tessel_sampler* sampler);

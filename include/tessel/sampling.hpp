@@ -1,8 +1,13 @@
 // Token sampling: turns one decode step's logits into a token id.
 //
-// The chain is llama.cpp's common sampler in its default order (common/sampling.cpp, default
-// `--samplers`), restricted to the stages tessel has (no DRY, top-n-sigma, typical-p, XTC):
+// The chain is llama.cpp's common sampler: the logit bias, then the stages of
+// SamplerParams::samplers in their order (llama.cpp `--samplers`; the default order is
+// "penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature", numbered below), then the
+// draw. An off stage leaves the candidates untouched; SamplerParams' defaults turn on top-k,
+// top-p, min-p and temperature only.
 //
+//   0. logit bias  l[token] += bias for every (token, bias) entry, entries adding up; a bias of
+//                  -inf bans the token (llama.cpp `--logit-bias`, how `--ignore-eos` is done).
 //   1. penalties   over the last `repeat_last_n` accepted tokens. For a token seen `count` > 0
 //                  times in that window (llama.cpp llama_sampler_penalties):
 //                    l = (l <= 0) ? l * repeat_penalty : l / repeat_penalty
@@ -10,37 +15,102 @@
 //                        so a penalty always lowers the logit)
 //                    l = l - count * frequency_penalty - presence_penalty
 //                        (the frequency/presence formula of OpenAI's completions API)
-//   2. greedy      when temp <= 0: the largest penalized logit wins, the lowest id on ties; the
-//                  remaining stages are skipped (they cannot change the arg-max).
-//   3. top-k       keep the k largest logits (Fan et al. 2018, arXiv:1805.04833); 0 = off.
-//   4. top-p       nucleus (Holtzman et al. 2019, arXiv:1904.09751): softmax over the remaining
+//   2. DRY         "don't repeat yourself" (p-e-w, oobabooga text-generation-webui PR #5677;
+//                  llama.cpp PR #9702). Over the last `dry_penalty_last_n` accepted tokens h:
+//                  for each earlier position j, n_j = the length of the longest suffix of h that
+//                  also ends at j, capped at the tokens since the last sequence breaker. The
+//                  token t = h[j+1] would extend that repeat, so with N_t = max over its j of n_j
+//                  and N_t >= dry_allowed_length:
+//                    l[t] -= dry_multiplier * dry_base^(N_t - dry_allowed_length)
+//                  (the penalty capped at the largest float, so l stays finite). A breaker is a
+//                  string: a token whose text contains it is never penalized and ends every
+//                  repeat; a token whose text ends with a prefix of it, followed by the tokens of
+//                  the rest, is a multi-token breaker. Breakers need the vocabulary's texts
+//                  (SamplerVocab). On when dry_multiplier > 0.
+//   3. top-n-sigma keep l >= l_max - n * sigma, sigma the standard deviation (population) of
+//                  the finite logits (Tang et al. 2024, arXiv:2411.07641); on when n > 0.
+//   4. top-k       keep the k largest logits (Fan et al. 2018, arXiv:1805.04833); 0 = off.
+//   5. typical-p   locally typical sampling (Meister et al. 2022, arXiv:2202.00666): with
+//                  p_i = softmax and H = -sum p_i ln p_i, order candidates by |-ln p_i - H|
+//                  (ascending; candidate order on ties) and keep the shortest prefix whose
+//                  probability mass is > typical_p; 1 = off.
+//   6. top-p       nucleus (Holtzman et al. 2019, arXiv:1904.09751): softmax over the remaining
 //                  candidates, keep the shortest prefix (by descending logit) whose cumulative
 //                  probability is >= top_p; 1 = off.
-//   5. min-p       keep candidates whose probability is >= min_p times the largest one, i.e.
+//   7. min-p       keep candidates whose probability is >= min_p times the largest one, i.e.
 //                  l >= l_max + ln(min_p) (llama.cpp PR #3841); 0 = off.
-//   6. temperature l = l / temp.
-//   7. draw        softmax over the remaining candidates, then a categorical draw (see below).
+//   8. XTC         "exclude top choices" (p-e-w, text-generation-webui PR #6335; llama.cpp PR
+//                  #9742): with probability xtc_probability (one draw u < xtc_probability),
+//                  when two or more candidates have probability >= xtc_threshold, remove all of
+//                  them but the least probable one. On when xtc_probability > 0 and
+//                  xtc_threshold <= 0.5 (above 0.5 two candidates cannot both reach it).
+//   9. temperature l = l / temp.
+//  10. draw        softmax over the remaining candidates, then a categorical draw (see below).
+//
+// Greedy (temp <= 0): the stages run as above (typical-p and XTC may drop the arg-max), then
+// the largest remaining logit wins, the lowest id on ties; no draw. The other truncations always
+// keep the arg-max, so when typical-p and XTC are off and no penalty stage follows a truncation,
+// they are skipped: the result is the arg-max after the logit bias and penalty stages.
+//
+// Mirostat (mirostat = 1 or 2) replaces stages 1-10 whatever `samplers` says, as llama.cpp's: logit bias, temperature,
+// then (greedy when temp <= 0) one of
+//   v1 (Basu et al. 2020, arXiv:2007.14966, Algorithm 1): softmax p_i in candidate order;
+//      s = sum t_i b_i / sum t_i^2 over the first min(100, n) - 1 pairs, t_i = ln((i+2)/(i+1)),
+//      b_i = ln(p_i / p_{i+1}); e = s - 1; keep the k = ((e 2^mu) / (1 - n_vocab^-e))^(1/s)
+//      most probable (at least 1), renormalize and draw.
+//   v2 (Mirostat 2.0 of the authors' code, github.com/basusourya/mirostat, as llama.cpp has it):
+//      keep the candidates with surprise -log2 p_i <= mu (at least the most probable one),
+//      renormalize and draw.
+// then, with p the drawn token's renormalized probability, mu -= mirostat_eta * (-log2 p -
+// mirostat_tau). mu starts (and reset() restarts it) at 2 * mirostat_tau.
 //
 // Candidate order, wherever an order matters (top-k, top-p, the draw): descending logit, lower
 // token id first on equal logits, so results do not depend on the C++ library's sort.
 //
-// The draw: u = r * 2^-32 in [0, 1) from one std::mt19937 output r (tessel's own mapping; the
-// std:: distributions differ between standard libraries), then the first candidate, in the
-// order above, whose cumulative weight exceeds u times the total weight. Weights are
-// exp(l - l_max) summed in double. A seed therefore gives the same tokens on every platform.
+// Random numbers: one std::mt19937 seeded with seed() gives every random choice, in chain order
+// (XTC's draw, then the final or Mirostat's draw), each u = r * 2^-32 in [0, 1) from one output
+// r (tessel's own mapping; the std:: distributions differ between standard libraries). An off
+// stage draws nothing. The draw takes the first candidate, in the order above, whose cumulative
+// weight exceeds u times the total weight; weights are exp(l - l_max) summed in double. A seed
+// therefore gives the same tokens on every platform.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "tessel/export.h"
 
 namespace tessel {
 
+class Model;
+
 /// `SamplerParams::seed` value that asks for a random seed (std::random_device), as llama.cpp's
 /// `--seed -1`. Sampler::seed() reports the seed actually used.
 inline constexpr uint32_t kRandomSeed = 0xFFFFFFFFu;
+
+/// The stages SamplerParams::samplers orders (llama.cpp's `--samplers` names in comments).
+enum class SamplerStage : uint8_t {
+    Penalties,    ///< "penalties": repeat, frequency and presence penalties (stage 1)
+    Dry,          ///< "dry" (stage 2)
+    TopNSigma,    ///< "top_n_sigma" (stage 3)
+    TopK,         ///< "top_k" (stage 4)
+    TypicalP,     ///< "typ_p" (stage 5)
+    TopP,         ///< "top_p" (stage 6)
+    MinP,         ///< "min_p" (stage 7)
+    Xtc,          ///< "xtc" (stage 8)
+    Temperature,  ///< "temperature" (stage 9)
+};
+
+/// One logit-bias entry: l[token] += bias.
+struct LogitBias {
+    int32_t token = 0;  ///< in [0, n_vocab)
+    float bias = 0.0f;  ///< finite or -inf (bans the token); not NaN or +inf
+};
 
 /// Sampling settings. Defaults are llama.cpp's CLI defaults (common.h common_params_sampling).
 /// Sampler's constructor validates them and throws tessel::Error naming the bad field.
@@ -50,11 +120,47 @@ struct SamplerParams {
     float top_p = 0.95f;             ///< in (0, 1]; 1 = off.
     float min_p = 0.05f;             ///< in [0, 1]; 0 = off.
     float repeat_penalty = 1.0f;     ///< > 0; 1 = off.
-    int32_t repeat_last_n = 64;      ///< >= 0 tokens of history penalized; 0 = off. (llama.cpp's -1,
-                                     ///< "context size", is for the caller to map to n_ctx.)
+    int32_t repeat_last_n = 64;      ///< >= -1 tokens of history penalized; 0 = off; -1 = every
+                                     ///< token accepted since construction or reset() (llama.cpp's
+                                     ///< "context size": the same for one sequence per Sampler).
     float presence_penalty = 0.0f;   ///< finite; 0 = off.
     float frequency_penalty = 0.0f;  ///< finite; 0 = off.
     uint32_t seed = kRandomSeed;     ///< RNG seed; kRandomSeed draws one.
+
+    std::vector<LogitBias> logit_bias;  ///< stage 0; empty = off.
+    float typical_p = 1.0f;          ///< in [0, 1]; 1 = off.
+    float top_n_sigma = -1.0f;       ///< finite; <= 0 = off.
+    float xtc_probability = 0.0f;    ///< in [0, 1]; 0 = off.
+    float xtc_threshold = 0.1f;      ///< in [0, 1]; > 0.5 = off.
+    float dry_multiplier = 0.0f;     ///< finite, >= 0; 0 = off.
+    float dry_base = 1.75f;          ///< finite, >= 1.
+    int32_t dry_allowed_length = 2;  ///< >= 0: repeats this long are free.
+    int32_t dry_penalty_last_n = -1;  ///< >= -1 tokens of history; 0 = off; -1 as repeat_last_n.
+    /// Non-empty strings (any bytes). Empty = no breakers. Needs a SamplerVocab when DRY is on.
+    std::vector<std::string> dry_sequence_breakers = {"\n", ":", "\"", "*"};
+    int32_t mirostat = 0;            ///< 0 = off, 1 = Mirostat, 2 = Mirostat 2.0.
+    float mirostat_tau = 5.0f;       ///< target surprise, bits; finite, >= 0 (llama.cpp --mirostat-ent).
+    float mirostat_eta = 0.1f;       ///< learning rate; finite, >= 0 (llama.cpp --mirostat-lr).
+    /// Stages 1-9 in the order they run (llama.cpp --samplers); a stage left out does not run
+    /// (without Temperature the draw is at temperature 1; greedy still needs temp <= 0). A stage
+    /// may appear more than once. Unused with Mirostat.
+    std::vector<SamplerStage> samplers = {SamplerStage::Penalties, SamplerStage::Dry,   SamplerStage::TopNSigma,
+                                          SamplerStage::TopK,      SamplerStage::TypicalP, SamplerStage::TopP,
+                                          SamplerStage::MinP,      SamplerStage::Xtc,   SamplerStage::Temperature};
+};
+
+/// What the vocabulary-aware stages need of a model's vocabulary (DRY's sequence breakers).
+/// Sampler(params, const Model&) builds one from a model; tests and other callers may fill it.
+struct SamplerVocab {
+    /// pieces[id]: the bytes of token id, special tokens as their text (Model::token_to_piece
+    /// with special = true). Size n_vocab.
+    std::vector<std::string> pieces;
+    /// End-of-generation token ids (Model::is_eog), ascending.
+    std::vector<int32_t> eog;
+    /// Text -> token ids, no special tokens added or parsed (Model::tokenize(text, false,
+    /// false)). Used only while a Sampler is constructed (the tails of multi-token sequence
+    /// breakers); may be empty, and then a breaker matches only tokens containing all of it.
+    std::function<std::vector<int32_t>(std::string_view)> tokenize;
 };
 
 /// Samples tokens from logits with the chain described at the top of this header.
@@ -62,25 +168,37 @@ struct SamplerParams {
 class TESSEL_API Sampler {
 public:
     /// Throws tessel::Error (InvalidArgument) naming the field when a parameter is out of range,
-    /// or when n_vocab <= 0.
+    /// when n_vocab <= 0, or when DRY is on with sequence breakers (their texts need a vocabulary:
+    /// use another constructor, or clear dry_sequence_breakers to match repeats of ids only).
     Sampler(const SamplerParams& params, int32_t n_vocab);
+    /// A sampler over vocab.pieces.size() tokens, with the vocabulary the DRY breakers need.
+    /// Throws like the constructor above (n_vocab = vocab.pieces.size()).
+    Sampler(const SamplerParams& params, const SamplerVocab& vocab);
+    /// A sampler for `model`'s vocabulary (vocab_for(model)). Throws like the constructor above.
+    Sampler(const SamplerParams& params, const Model& model);
     ~Sampler();
     Sampler(Sampler&&) noexcept;
     Sampler& operator=(Sampler&&) noexcept;
     Sampler(const Sampler&) = delete;
     Sampler& operator=(const Sampler&) = delete;
 
+    /// The SamplerVocab of a loaded model: every token's piece, its end-of-generation ids, and
+    /// a tokenize that uses the model (valid while the model lives).
+    static SamplerVocab vocab_for(const Model& model);
+
     /// Picks a token from `logits` (n_vocab floats, logits[i] for token id i; -inf marks a
     /// banned token). Does not record the token: call accept() for the token actually used.
     /// Throws tessel::Error (InvalidArgument) when logits.size() != n_vocab, when a logit is
-    /// NaN or +inf, or when every logit is -inf.
+    /// NaN or +inf, or when every logit is -inf (also after the logit bias).
     int32_t sample(std::span<const float> logits);
 
-    /// Records `token` in the penalty history (the last repeat_last_n accepted tokens).
-    /// Throws tessel::Error (InvalidArgument) when token is not in [0, n_vocab).
+    /// Records `token` in the penalty and DRY histories (the last repeat_last_n and
+    /// dry_penalty_last_n accepted tokens). Throws tessel::Error (InvalidArgument) when token is
+    /// not in [0, n_vocab).
     void accept(int32_t token);
 
-    /// Clears the history and restarts the RNG from seed(): the next draws repeat the first ones.
+    /// Clears the histories, restarts Mirostat's mu and the RNG from seed(): the next draws
+    /// repeat the first ones.
     void reset();
 
     /// The seed in use: params.seed, or the random one drawn for kRandomSeed.

@@ -130,6 +130,10 @@ class ChatMessage(ctypes.Structure):
     _fields_ = [("role", ctypes.c_char_p), ("content", ctypes.c_char_p)]
 
 
+class LogitBias(ctypes.Structure):
+    _fields_ = [("token", ctypes.c_int32), ("bias", ctypes.c_float)]
+
+
 class SamplerParams(ctypes.Structure):
     _fields_ = [
         ("temp", ctypes.c_float),
@@ -141,6 +145,24 @@ class SamplerParams(ctypes.Structure):
         ("presence_penalty", ctypes.c_float),
         ("frequency_penalty", ctypes.c_float),
         ("seed", ctypes.c_uint32),
+        # appended later (tessel.h keeps the older fields' offsets)
+        ("logit_bias", ctypes.POINTER(LogitBias)),
+        ("n_logit_bias", ctypes.c_size_t),
+        ("typical_p", ctypes.c_float),
+        ("top_n_sigma", ctypes.c_float),
+        ("xtc_probability", ctypes.c_float),
+        ("xtc_threshold", ctypes.c_float),
+        ("dry_multiplier", ctypes.c_float),
+        ("dry_base", ctypes.c_float),
+        ("dry_allowed_length", ctypes.c_int32),
+        ("dry_penalty_last_n", ctypes.c_int32),
+        ("dry_sequence_breakers", ctypes.POINTER(ctypes.c_char_p)),
+        ("n_dry_sequence_breakers", ctypes.c_size_t),
+        ("mirostat", ctypes.c_int32),
+        ("mirostat_tau", ctypes.c_float),
+        ("mirostat_eta", ctypes.c_float),
+        ("samplers", ctypes.POINTER(ctypes.c_int32)),
+        ("n_samplers", ctypes.c_size_t),
     ]
 
 
@@ -188,6 +210,7 @@ _SIGNATURES = {
     "tessel_kv_clear": (c_status, [vp]),
     "tessel_sampler_default_params": (SamplerParams, []),
     "tessel_sampler_new": (c_status, [P(SamplerParams), i32, P(vp)]),
+    "tessel_sampler_new_for_model": (c_status, [P(SamplerParams), vp, P(vp)]),
     "tessel_sampler_free": (None, [vp]),
     "tessel_sampler_sample": (c_status, [vp, P(ctypes.c_float), P(i32)]),
     "tessel_sampler_accept": (c_status, [vp, i32]),

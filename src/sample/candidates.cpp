@@ -11,19 +11,22 @@ namespace tessel::sample {
 
 void CandidateList::assign(std::span<const float> logits) {
     items.resize(logits.size());
-    bool any_finite = false;
     for (size_t i = 0; i < logits.size(); ++i) {
         const float l = logits[i];
         if (std::isnan(l) || l == std::numeric_limits<float>::infinity())
             throw Error(ErrorCode::InvalidArgument,
                         std::string("sampler: logit of token ") + std::to_string(i) + " is " +
                             (std::isnan(l) ? "NaN" : "+inf"));
-        any_finite = any_finite || std::isfinite(l);
         items[i] = Candidate{static_cast<int32_t>(i), l};
     }
-    if (!any_finite)
-        throw Error(ErrorCode::InvalidArgument, "sampler: every logit is -inf (no token can be sampled)");
     sorted = false;
+    require_finite("");
+}
+
+void CandidateList::require_finite(const char* when) const {
+    if (std::none_of(items.begin(), items.end(), [](const Candidate& c) { return std::isfinite(c.logit); }))
+        throw Error(ErrorCode::InvalidArgument,
+                    std::string("sampler: every logit is -inf") + when + " (no token can be sampled)");
 }
 
 void CandidateList::sort() {
@@ -35,8 +38,15 @@ void CandidateList::sort() {
 size_t argmax(const CandidateList& list) {
     size_t best = 0;
     for (size_t i = 1; i < list.items.size(); ++i)
-        if (list.items[i].logit > list.items[best].logit) best = i;
+        if (candidate_before(list.items[i], list.items[best])) best = i;
     return best;
+}
+
+Candidate* find_id(CandidateList& list, int32_t id) {
+    const auto i = static_cast<size_t>(id);
+    if (id >= 0 && i < list.items.size() && list.items[i].id == id) return &list.items[i];
+    const auto it = std::find_if(list.items.begin(), list.items.end(), [id](const Candidate& c) { return c.id == id; });
+    return it == list.items.end() ? nullptr : &*it;
 }
 
 double softmax_weights(const CandidateList& list, std::vector<double>& weights) {

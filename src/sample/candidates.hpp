@@ -30,13 +30,21 @@ struct CandidateList {
     /// (InvalidArgument) when a logit is NaN or +inf, or when every logit is -inf.
     void assign(std::span<const float> logits);
 
+    /// Throws tessel::Error (InvalidArgument) "sampler: every logit is -inf<when> (no token can
+    /// be sampled)" when no item has a finite logit.
+    void require_finite(const char* when) const;
+
     /// Puts the items in candidate order (no-op when already sorted).
     void sort();
 };
 
-/// Index in `list.items` of the first largest logit (the lowest id among equal maxima when
-/// the list is in id order). The list must not be empty.
+/// Index in `list.items` of the first candidate in candidate order: the largest logit, the
+/// lowest id among equal maxima. The list must not be empty.
 size_t argmax(const CandidateList& list);
+
+/// The item of token `id`, or nullptr when the list does not hold it: O(1) where the list is still
+/// in id order (as assign leaves it), else a scan.
+Candidate* find_id(CandidateList& list, int32_t id);
 
 /// Unnormalized softmax weights exp(l - l_max) in double, one per item, in item order.
 /// Returns their sum. `weights` is resized to the list size. The list must not be empty.

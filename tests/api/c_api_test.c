@@ -456,6 +456,32 @@ static void test_decode(tessel_model* m, const Expect* e) {
     const float* none = NULL;
     CHECK(tessel_get_logits(ctx, 1, &none) == TESSEL_ERROR_INVALID_ARGUMENT && none == NULL, "logits 1 of 1");
 
+    /* A sampler over the model's vocabulary: DRY with its default breakers (which a sampler
+     * over n_vocab alone refuses), and a logit bias banning the arg-max: the runner-up. */
+    {
+        tessel_sampler_params bp = tessel_sampler_default_params();
+        bp.temp = 0.0f;
+        bp.dry_multiplier = 0.8f;
+        const tessel_logit_bias ban = {argmax(l, V), -INFINITY};
+        bp.logit_bias = &ban;
+        bp.n_logit_bias = 1;
+        int32_t runner_up = ban.token == 0 ? 1 : 0;
+        for (int32_t i = 0; i < V; ++i)
+            if (i != ban.token && l[i] > l[runner_up]) runner_up = i;
+        tessel_sampler* bs = NULL;
+        CHECK(tessel_sampler_new(&bp, V, &bs) == TESSEL_ERROR_INVALID_ARGUMENT && bs == NULL, "DRY breakers without a vocabulary");
+        CHECK(strstr(tessel_last_error(), "dry_sequence_breakers") != NULL, "last error '%s'", tessel_last_error());
+        MUST(tessel_sampler_new_for_model(&bp, m, &bs));
+        int32_t t = -1;
+        MUST(tessel_sampler_sample(bs, l, &t));
+        CHECK(t == runner_up, "banned arg-max %d: got %d, runner-up %d", ban.token, t, runner_up);
+        tessel_sampler_free(bs);
+        const tessel_logit_bias outside = {V, 1.0f};
+        bp.logit_bias = &outside;
+        CHECK(tessel_sampler_new_for_model(&bp, m, &bs) == TESSEL_ERROR_INVALID_ARGUMENT, "logit bias token n_vocab");
+        CHECK(strstr(tessel_last_error(), "logit_bias[0].token") != NULL, "last error '%s'", tessel_last_error());
+    }
+
     /* Greedy through the sampler chain: the C++ API's tokens. */
     tessel_sampler_params sp = tessel_sampler_default_params();
     sp.temp = 0.0f;

@@ -215,7 +215,7 @@ TEST(Sampler, InvalidParametersNameTheField) {
     expect_param_error([](SamplerParams& p) { p.min_p = 1.1f; }, "min_p");
     expect_param_error([](SamplerParams& p) { p.temp = NAN; }, "temp");
     expect_param_error([](SamplerParams& p) { p.repeat_penalty = 0.0f; }, "repeat_penalty");
-    expect_param_error([](SamplerParams& p) { p.repeat_last_n = -1; }, "repeat_last_n");
+    expect_param_error([](SamplerParams& p) { p.repeat_last_n = -2; }, "repeat_last_n");
     expect_param_error([](SamplerParams& p) { p.presence_penalty = INFINITY; }, "presence_penalty");
     expect_param_error([](SamplerParams& p) { p.frequency_penalty = NAN; }, "frequency_penalty");
     expect_param_error([](SamplerParams&) {}, "n_vocab", 0);

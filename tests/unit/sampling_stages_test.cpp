@@ -1,12 +1,14 @@
 // Sampling stages (src/sample/): each stage on small hand-computed logit vectors, exact results.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
 
 #include "sample/candidates.hpp"
 #include "sample/draw.hpp"
+#include "sample/history.hpp"
 #include "sample/penalties.hpp"
 #include "sample/truncation.hpp"
 
@@ -41,26 +43,42 @@ std::vector<float> quarter_logits() {
 
 TEST(SampleStages, PenaltiesFollowTheDocumentedFormulas) {
     // repeat 2: positive logits halve, non-positive ones double; then count*0.25 + 0.5 is subtracted.
-    TokenWindow window(4);
-    for (int32_t t : {0, 1, 0, 3}) window.push(t);
+    const std::vector<int32_t> window = {0, 1, 0, 3};
     CandidateList list = make_list({2.0f, -1.0f, 0.5f, 3.0f});
     apply_penalties(list, window, {2.0f, 0.25f, 0.5f});
     // token 0: count 2, 2/2 - (0.5 + 0.5); token 1: count 1, -1*2 - 0.75; token 2 unseen; token 3: 3/2 - 0.75.
     EXPECT_EQ(logits_of(list), (std::vector<float>{0.0f, -2.75f, 0.5f, 0.75f}));
 }
 
-TEST(SampleStages, PenaltyWindowKeepsTheLastTokens) {
-    TokenWindow window(2);
-    for (int32_t t : {0, 1, 0, 3}) window.push(t);  // keeps 0 and 3, each once
+TEST(SampleStages, HistoryKeepsTheLastTokensInOrder) {
+    TokenHistory history(2);
+    for (int32_t t : {0, 1, 0, 3}) history.push(t);  // keeps 0 and 3, each once
+    EXPECT_EQ(std::vector<int32_t>(history.last(5).begin(), history.last(5).end()), (std::vector<int32_t>{0, 3}));
     CandidateList list = make_list({2.0f, -1.0f, 0.5f, 3.0f});
-    apply_penalties(list, window, {2.0f, 0.25f, 0.5f});
+    apply_penalties(list, history.last(2), {2.0f, 0.25f, 0.5f});
     EXPECT_EQ(logits_of(list), (std::vector<float>{0.25f, -1.0f, 0.5f, 0.75f}));
 
-    TokenWindow none(0);
+    // A long run through the chunked trimming: always the last 3, oldest first.
+    TokenHistory three(3);
+    for (int32_t t = 0; t < 50; ++t) {
+        three.push(t);
+        const auto held = three.last(3);
+        ASSERT_EQ(held.size(), static_cast<size_t>(std::min(t + 1, 3)));
+        EXPECT_EQ(held.back(), t);
+        EXPECT_EQ(held.front(), std::max(0, t - 2));
+    }
+    EXPECT_EQ(three.last(1).size(), 1u);
+
+    TokenHistory whole(kWholeHistory);
+    for (int32_t t = 0; t < 1000; ++t) whole.push(t);
+    EXPECT_EQ(whole.last(kWholeHistory).size(), 1000u);
+    EXPECT_EQ(whole.last(kWholeHistory).front(), 0);
+
+    TokenHistory none(0);
     none.push(1);
-    EXPECT_TRUE(none.tokens().empty());
-    window.clear();
-    EXPECT_TRUE(window.tokens().empty());
+    EXPECT_TRUE(none.last(10).empty());
+    history.clear();
+    EXPECT_TRUE(history.last(10).empty());
 }
 
 TEST(SampleStages, TopKKeepsTheLargestLowerIdFirstOnTies) {

@@ -150,7 +150,7 @@ void run(const RunOptions& o) {
     }
     Context ctx(model, context_params(o.model));
     tools::require_prompt_fits(ctx, 0, tokens.size());
-    Sampler sampler(o.sampling, static_cast<int32_t>(model->info().n_vocab));
+    Sampler sampler = make_sampler(o.sampling, *model);
     loaded.report();
     Printer print(model, o.print_special);
     int32_t n_past = 0;
@@ -168,7 +168,7 @@ void chat(const RunOptions& o) {
     const std::string tmpl = chat_template_for(*model, o.chat_template);
     const std::string format = chat_template_format(tmpl);  // an unknown template fails here, before the chat
     Context ctx(model, context_params(o.model));
-    Sampler sampler(o.sampling, static_cast<int32_t>(model->info().n_vocab));
+    Sampler sampler = make_sampler(o.sampling, *model);
     loaded.report();
     std::vector<ChatMessage> msgs;
     if (!o.system.empty()) msgs.push_back({"system", o.system});

@@ -1,5 +1,6 @@
 #include "run_options.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cerrno>
 #include <cmath>
@@ -72,27 +73,167 @@ CLI::Validator finite_above(double lo, bool allow_lo, const std::string& what) {
         what);
 }
 
+// "TOKEN_ID+BIAS" or "TOKEN_ID-BIAS" (llama.cpp's -l syntax; BIAS a number or inf, "-inf" bans
+// the token) as a LogitBias; the error text when it is not one.
+std::string parse_logit_bias(const std::string& in, LogitBias& out) {
+    const std::string bad = "expected TOKEN_ID+BIAS or TOKEN_ID-BIAS (e.g. 15043+1, 15043-inf), got '" + in + "'";
+    const size_t sign = in.find_first_of("+-", 1);
+    if (sign == std::string::npos || sign == 0) return bad;
+    try {
+        size_t used = 0;
+        const long long token = std::stoll(in.substr(0, sign), &used);
+        if (used != sign || in[0] == '+' || in[0] == '-') return bad;
+        const std::string magnitude = in.substr(sign + 1);
+        if (magnitude.empty() || magnitude[0] == '+' || magnitude[0] == '-') return bad;
+        const float value = std::stof(magnitude, &used);
+        if (used != magnitude.size() || std::isnan(value)) return bad;
+        const float bias = in[sign] == '-' ? -value : value;
+        if (bias == std::numeric_limits<float>::infinity()) return "a bias of +inf is not allowed (got '" + in + "')";
+        if (token > std::numeric_limits<int32_t>::max()) return "token id " + in.substr(0, sign) + " is too large";
+        out = {static_cast<int32_t>(token), bias};
+        return {};
+    } catch (const std::exception&) {
+        return bad;
+    }
+}
+
+// A --samplers list (llama.cpp's names and aliases, separated by ';') or a --sampling-seq string
+// (one letter a stage) as stages; the error text when it is not one.
+std::string parse_sampler_order(const std::string& in, bool letters, std::vector<SamplerStage>& out) {
+    using S = SamplerStage;
+    static const std::vector<std::pair<std::string, S>> names = {
+        {"penalties", S::Penalties}, {"dry", S::Dry}, {"top_n_sigma", S::TopNSigma}, {"top-n-sigma", S::TopNSigma},
+        {"top_k", S::TopK}, {"top-k", S::TopK}, {"typ_p", S::TypicalP}, {"typ-p", S::TypicalP}, {"typ", S::TypicalP},
+        {"typical_p", S::TypicalP}, {"typical-p", S::TypicalP}, {"typical", S::TypicalP}, {"top_p", S::TopP},
+        {"top-p", S::TopP}, {"nucleus", S::TopP}, {"min_p", S::MinP}, {"min-p", S::MinP}, {"xtc", S::Xtc},
+        {"temperature", S::Temperature}, {"temp", S::Temperature}};
+    static const std::string codes = "edskypmxt";  // in SamplerStage order
+    out.clear();
+    if (letters) {
+        for (char c : in) {
+            const size_t i = codes.find(c);
+            if (i == std::string::npos)
+                return std::string("unknown sampler letter '") + c + "' (known: " + codes + ")";
+            out.push_back(static_cast<S>(i));
+        }
+        return {};
+    }
+    for (size_t start = 0; start <= in.size();) {
+        const size_t end = std::min(in.find(';', start), in.size());
+        const std::string name = in.substr(start, end - start);
+        start = end + 1;
+        if (name.empty()) continue;
+        const auto it = std::find_if(names.begin(), names.end(), [&](const auto& n) { return n.first == name; });
+        if (it == names.end())
+            return "unknown sampler '" + name + "' (known: penalties, dry, top_n_sigma, top_k, typ_p, top_p, min_p, xtc, temperature)";
+        out.push_back(it->second);
+    }
+    return {};
+}
+
+// A --dry-sequence-breaker value with \n, \t, \r, \\, \" and \' turned into their characters, as
+// llama.cpp does; any other backslash stays as it is.
+std::string unescape(const std::string& in) {
+    std::string out;
+    for (size_t i = 0; i < in.size(); ++i) {
+        const char next = i + 1 < in.size() ? in[i + 1] : '\0';
+        const char* const from = "ntr\\\"'";
+        const char* const to = "\n\t\r\\\"'";
+        const char* hit = in[i] == '\\' && next != '\0' ? std::strchr(from, next) : nullptr;
+        if (hit) {
+            out += to[hit - from];
+            ++i;
+        } else {
+            out += in[i];
+        }
+    }
+    return out;
+}
+
 }  // namespace
 
 void add_sampling_options(CLI::App& cmd, SamplerParams& s) {
     const double inf = std::numeric_limits<double>::infinity();
+    const int32_t int_max = std::numeric_limits<int32_t>::max();
     cmd.add_option("--temp", s.temp, "Temperature (<= 0: greedy)")->check(finite_above(-inf, false, "a finite value"));
-    cmd.add_option("--top-k", s.top_k, "Top-k (0: off)")->check(CLI::Range(0, std::numeric_limits<int32_t>::max()));
+    cmd.add_option("--top-k", s.top_k, "Top-k (0: off)")->check(CLI::Range(0, int_max));
     cmd.add_option("--top-p", s.top_p, "Top-p (1: off)")
         ->check(finite_above(0.0, false, "a value in (0, 1]") & CLI::Range(0.0, 1.0));
     cmd.add_option("--min-p", s.min_p, "Min-p (0: off)")->check(CLI::Range(0.0, 1.0));
+    cmd.add_option("--typical", s.typical_p, "Locally typical sampling, parameter p (1: off)")->check(CLI::Range(0.0, 1.0));
+    cmd.add_option("--top-nsigma,--top-n-sigma", s.top_n_sigma, "Top-n-sigma: keep logits within n standard deviations of the largest (<= 0: off)")
+        ->check(finite_above(-inf, false, "a finite value"));
+    cmd.add_option("--xtc-probability", s.xtc_probability, "XTC: chance of removing the top choices (0: off)")->check(CLI::Range(0.0, 1.0));
+    cmd.add_option("--xtc-threshold", s.xtc_threshold, "XTC: probability a top choice needs (> 0.5: off)")->check(CLI::Range(0.0, 1.0));
     cmd.add_option("--repeat-penalty", s.repeat_penalty, "Repetition penalty (1: off)")
         ->check(finite_above(0.0, false, "a finite value > 0"));
-    cmd.add_option("--repeat-last-n", s.repeat_last_n, "Tokens of history the penalties look at (0: off)")
-        ->check(CLI::Range(0, std::numeric_limits<int32_t>::max()));
+    cmd.add_option("--repeat-last-n", s.repeat_last_n, "Tokens of history the penalties look at (0: off, -1: all)")
+        ->check(CLI::Range(-1, int_max));
     cmd.add_option("--presence-penalty", s.presence_penalty, "Presence penalty (0: off)")
         ->check(finite_above(-inf, false, "a finite value"));
     cmd.add_option("--frequency-penalty", s.frequency_penalty, "Frequency penalty (0: off)")
         ->check(finite_above(-inf, false, "a finite value"));
+    cmd.add_option("--dry-multiplier", s.dry_multiplier, "DRY repetition penalty multiplier (0: off)")
+        ->check(finite_above(0.0, true, "a finite value >= 0"));
+    cmd.add_option("--dry-base", s.dry_base, "DRY penalty base")->check(finite_above(1.0, true, "a finite value >= 1"));
+    cmd.add_option("--dry-allowed-length", s.dry_allowed_length, "DRY: repeats this long are not penalized")
+        ->check(CLI::Range(0, int_max));
+    cmd.add_option("--dry-penalty-last-n", s.dry_penalty_last_n, "DRY: tokens of history to scan (0: off, -1: all)")
+        ->check(CLI::Range(-1, int_max));
+    cmd.add_option_function<std::vector<std::string>>(
+           "--dry-sequence-breaker",
+           [&s](const std::vector<std::string>& values) {
+               s.dry_sequence_breakers.clear();  // the first use replaces the defaults
+               for (const std::string& v : values) {
+                   if (v == "none") s.dry_sequence_breakers.clear();
+                   else s.dry_sequence_breakers.push_back(unescape(v));
+               }
+           },
+           "DRY sequence breaker, repeatable; replaces the defaults \"\\n\", \":\", \"\\\"\", \"*\"; 'none': no breakers")
+        ->check(CLI::Validator([](std::string& in) -> std::string { return in.empty() ? "expected a non-empty string" : ""; },
+                               "STRING"));
+    cmd.add_option("--mirostat", s.mirostat, "Mirostat sampling: 0 off, 1 Mirostat, 2 Mirostat 2.0 (replaces the other samplers)")
+        ->check(CLI::Range(0, 2));
+    cmd.add_option("--mirostat-lr", s.mirostat_eta, "Mirostat learning rate, eta")->check(finite_above(0.0, true, "a finite value >= 0"));
+    cmd.add_option("--mirostat-ent", s.mirostat_tau, "Mirostat target entropy, tau")->check(finite_above(0.0, true, "a finite value >= 0"));
+    cmd.add_option_function<std::vector<std::string>>(
+           "-l,--logit-bias",
+           [&s](const std::vector<std::string>& values) {
+               for (const std::string& v : values) parse_logit_bias(v, s.logit_bias.emplace_back());
+           },
+           "Add BIAS to a token's logit, repeatable: TOKEN_ID+BIAS or TOKEN_ID-BIAS (e.g. 15043+1, 15043-inf bans it)")
+        ->check(CLI::Validator(
+            [](std::string& in) -> std::string {
+                LogitBias unused;
+                return parse_logit_bias(in, unused);
+            },
+            "TOKEN_ID(+/-)BIAS"));
+    for (const bool letters : {false, true}) {
+        cmd.add_option_function<std::string>(
+               letters ? "--sampling-seq,--sampler-seq" : "--samplers",
+               [&s, letters](const std::string& v) { parse_sampler_order(v, letters, s.samplers); },
+               letters ? "The samplers' order as letters, one a stage (default: edskypmxt)"
+                       : "The samplers' order, ';'-separated (default: penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature)")
+            ->check(CLI::Validator(
+                [letters](std::string& in) -> std::string {
+                    std::vector<SamplerStage> unused;
+                    return parse_sampler_order(in, letters, unused);
+                },
+                letters ? "LETTERS" : "NAMES"));
+    }
     cmd.add_option_function<int64_t>(
            "--seed", [&s](const int64_t& v) { s.seed = v == -1 ? kRandomSeed : static_cast<uint32_t>(v); },
            "RNG seed (-1: random, the default)")
         ->check(CLI::Range(int64_t{-1}, int64_t{std::numeric_limits<uint32_t>::max()}));
+}
+
+Sampler make_sampler(const SamplerParams& s, const Model& model) {
+    const int64_t n_vocab = model.info().n_vocab;
+    for (const LogitBias& b : s.logit_bias)
+        if (b.token >= n_vocab)
+            throw CLI::ValidationError("--logit-bias: token " + std::to_string(b.token) + " is not in the vocabulary (0.." +
+                                       std::to_string(n_vocab - 1) + ")");
+    return Sampler(s, model);
 }
 
 std::string read_text_file(const std::string& path) {

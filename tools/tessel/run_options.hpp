@@ -30,9 +30,16 @@ void add_model_options(CLI::App& cmd, ModelOptions& o);
 CLI::Validator device_validator();
 /// Registers --no-packed: weights stay in the CPU's plain buffer type (no CPU_PACKED).
 void add_packing_flag(CLI::App& cmd);
-/// Registers --temp, --top-k, --top-p, --min-p, --repeat-penalty, --repeat-last-n,
-/// --presence-penalty, --frequency-penalty, --seed on cmd.
+/// Registers llama.cpp's sampling flags on cmd: --temp, --top-k, --top-p, --min-p, --typical,
+/// --top-nsigma, --xtc-probability, --xtc-threshold, --repeat-penalty, --repeat-last-n,
+/// --presence-penalty, --frequency-penalty, --dry-multiplier, --dry-base, --dry-allowed-length,
+/// --dry-penalty-last-n, --dry-sequence-breaker, --mirostat, --mirostat-lr, --mirostat-ent,
+/// -l/--logit-bias, --samplers, --sampling-seq, --seed. A malformed value is a flag error (exit
+/// 2) naming the flag.
 void add_sampling_options(CLI::App& cmd, SamplerParams& s);
+/// The Sampler for `model`'s vocabulary. A --logit-bias token outside the vocabulary is a flag
+/// error (CLI::ValidationError, exit 2); other bad values throw as Sampler's constructor.
+Sampler make_sampler(const SamplerParams& s, const Model& model);
 
 /// The whole contents of a text file given by a flag (-f). Throws tessel::Error(Io)
 /// "<path>: cannot read: <reason>" or "<path>: not a regular file".
