@@ -89,6 +89,15 @@ TEST_F(PromptCli, PromptWithTheTemplatesMarkupIsSentRaw) {
     EXPECT_GT(counts(plain).first, 17) << plain.err;
 }
 
+// --ignore-eos: the raw dragon prompt, which ends at its first token, now runs to -n.
+TEST_F(PromptCli, IgnoreEosRunsToTheTokenLimit) {
+    const std::vector<std::string> base{"-p", "Write a long story about a dragon.", "--no-chat", "-n", "12"};
+    EXPECT_EQ(counts(run(base)).second, 0);
+    std::vector<std::string> ignore = base;
+    ignore.push_back("--ignore-eos");
+    EXPECT_EQ(counts(run(ignore)).second, 12);
+}
+
 // -e (the default) decodes \n in -p; --no-escape keeps the backslash.
 TEST_F(PromptCli, EscapesAreDecodedByDefault) {
     const std::string newline_ids = ids("one\ntwo");

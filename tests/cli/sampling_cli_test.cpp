@@ -50,7 +50,7 @@ std::string argmax_text(const std::string& prompt, int n, const std::vector<int3
 
 CliResult greedy_run(const std::string& prompt, std::vector<std::string> extra) {
     std::vector<std::string> args = {"run", "-m", test::smollm2_path().string(), "-p", prompt,
-                                     "-n", std::to_string(kTokens), "--temp", "0", "-t", "1"};
+                                     "-n", std::to_string(kTokens), "--temp", "0", "-t", "1", "--no-chat"};
     args.insert(args.end(), extra.begin(), extra.end());
     return run_tessel(args);
 }

@@ -31,6 +31,7 @@ struct RunOptions {
     bool escape = true;          ///< -e/--escape (default) vs --no-escape
     bool parse_special = true;   ///< special-token text in a raw prompt becomes those tokens
     bool print_special = false;  ///< -sp: print control tokens' text
+    bool ignore_eos = false;     ///< --ignore-eos: end-of-generation tokens banned by a logit bias
     std::vector<std::string> reverse_prompts;
     std::string in_prefix, in_suffix;  ///< chat: around each user line
 };
@@ -102,6 +103,15 @@ void report(const tools::GenerateStats& st, const Context& ctx, const std::strin
     if (!where.empty()) std::fprintf(stderr, "tessel: the last graph ran %s\n", where.c_str());
 }
 
+/// The sampler of a command; --ignore-eos adds llama.cpp's bias of -inf on every end-of-generation token.
+Sampler sampler_for(const RunOptions& o, const Model& model) {
+    SamplerParams params = o.sampling;
+    if (o.ignore_eos)
+        for (int32_t t = 0; t < static_cast<int32_t>(model.info().n_vocab); ++t)
+            if (model.is_eog(t)) params.logit_bias.push_back({t, -std::numeric_limits<float>::infinity()});
+    return make_sampler(params, model);
+}
+
 tools::GenerateParams generate_params(const RunOptions& o) {
     tools::GenerateParams gp;
     gp.n_predict = o.n_predict;
@@ -150,7 +160,7 @@ void run(const RunOptions& o) {
     }
     Context ctx(model, context_params(o.model));
     tools::require_prompt_fits(ctx, 0, tokens.size());
-    Sampler sampler = make_sampler(o.sampling, *model);
+    Sampler sampler = sampler_for(o, *model);
     loaded.report();
     Printer print(model, o.print_special);
     int32_t n_past = 0;
@@ -168,7 +178,7 @@ void chat(const RunOptions& o) {
     const std::string tmpl = chat_template_for(*model, o.chat_template);
     const std::string format = chat_template_format(tmpl);  // an unknown template fails here, before the chat
     Context ctx(model, context_params(o.model));
-    Sampler sampler = make_sampler(o.sampling, *model);
+    Sampler sampler = sampler_for(o, *model);
     loaded.report();
     std::vector<ChatMessage> msgs;
     if (!o.system.empty()) msgs.push_back({"system", o.system});
@@ -235,6 +245,7 @@ void add_run_commands(CLI::App& app) {
             ->check(CLI::Range(int64_t{-1}, std::numeric_limits<int64_t>::max()));
         CLI::Option* tmpl = cmd->add_option("--chat-template", o->chat_template, "Chat format: chatml, llama3, gemma, phi3 (default: the model's)");
         CLI::Option* sys = cmd->add_option("--system-prompt", o->system, "System message of the conversation (also -sys)");
+        cmd->add_flag("--ignore-eos", o->ignore_eos, "Never end at an end-of-generation token (it is banned: a logit bias of -inf)");
         cmd->add_flag("--special", o->print_special, "Print special tokens' text, e.g. <|im_end|> (also -sp)");
         cmd->add_option("-r,--reverse-prompt", o->reverse_prompts, "Stop generating when the output ends with this text (repeatable)")
             ->allow_extra_args(false);
