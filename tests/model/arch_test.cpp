@@ -148,7 +148,9 @@ TEST(Arch, UnknownArchitectureListsTheTable) {
 }
 
 // Every architecture's graph gives the same logits for one ubatch, ubatches of 1 and 5, and with
-// flash attention off (plain weights: per-row arithmetic, exact except the attention path).
+// flash attention off (plain weights: per-row arithmetic, exact except the attention path, which is
+// held to FLASH_ATTN_EXT's test-ops bound, NMSE 5e-4: the AVX2 kernel's exp is a polynomial, and
+// qwen2's biases made one token of this random model differ by 7.8e-5 on Zen 3).
 TEST(Arch, EveryGraphAgreesAcrossUbatchesAndAttentionPaths) {
     for (const char* name : {"llama", "qwen2", "qwen3", "gemma3"}) {
         auto m = load(layout(name, 8));
@@ -164,7 +166,7 @@ TEST(Arch, EveryGraphAgreesAcrossUbatchesAndAttentionPaths) {
         }
         Context off(m, params(512, FlashAttn::Off));
         const auto got = run(off, t);
-        for (size_t i = 0; i < ref.size(); ++i) EXPECT_LT(test::nmse(got[i], ref[i]), 1e-6) << name << " fa off, token " << i;
+        for (size_t i = 0; i < ref.size(); ++i) EXPECT_LT(test::nmse(got[i], ref[i]), 5e-4) << name << " fa off, token " << i;
     }
 }
 
