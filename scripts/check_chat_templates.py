@@ -4,7 +4,7 @@
 Two uses:
 
   Conformance of tessel's Jinja interpreter (src/jinja), the ctest `chat_template_conformance`:
-    python3 scripts/check_chat_templates.py --tessel build/bin/tessel [--model-template MODEL.gguf]
+    python3 scripts/check_chat_templates.py --tessel build/bin/tessel [--model-template default|MODEL.gguf]
   renders every template x message set with jinja2 and with `tessel render-template`, and fails
   unless every output is byte-identical (or both raise the same raise_exception message).
 
@@ -15,7 +15,8 @@ Two uses:
 
 Templates: every *.jinja in $TESSEL_SHARED_DIR/peer-data/chat-templates/ (default ../shared
 beside the repository), any --template NAME=PATH, and with --model-template the
-tokenizer.chat_template of a GGUF (read with `tessel info FILE --json`).
+tokenizer.chat_template of a GGUF (read with `tessel info FILE --json`; 'default': the cached
+default model, SmolLM2-135M-Instruct).
 
 The environment is HF transformers' (chat_template_utils): ImmutableSandboxedEnvironment with
 trim_blocks, lstrip_blocks and the loopcontrols extension; tojson = json.dumps(ensure_ascii=False,
@@ -196,6 +197,20 @@ def conformance(tessel, templates):
     return 1 if failed or not passed else 0
 
 
+# The default model's file in tessel's cache (tools/common/model_fetch.cpp: model_cache_dir and
+# default_model_source).
+DEFAULT_MODEL = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def default_model_path():
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    base = pathlib.Path(xdg) if xdg.startswith("/") else pathlib.Path.home() / ".cache"
+    path = base / "tessel" / "models" / DEFAULT_MODEL
+    if not path.is_file():
+        sys.exit(f"{path} not found: run `tessel run -p hi -n 1` once to fetch the default model")
+    return str(path)
+
+
 def model_template(tessel, gguf):
     info = subprocess.run([tessel, "info", gguf, "--json"], capture_output=True, check=True, text=True)
     template = json.loads(info.stdout)["metadata"].get("tokenizer.chat_template")
@@ -207,7 +222,8 @@ def model_template(tessel, gguf):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--template", action="append", default=[], metavar="NAME=PATH")
-    parser.add_argument("--model-template", metavar="GGUF", help="add this model's tokenizer.chat_template")
+    parser.add_argument("--model-template", metavar="GGUF",
+                        help="add this model's tokenizer.chat_template ('default': the cached default model)")
     parser.add_argument("--tessel", metavar="BIN", help="check `BIN render-template` against jinja2")
     parser.add_argument("--check", metavar="TEST_CPP")
     args = parser.parse_args()
@@ -226,7 +242,8 @@ def main():
     if args.model_template:
         if not args.tessel:
             sys.exit("--model-template needs --tessel BIN (to read the GGUF)")
-        templates[pathlib.Path(args.model_template).name] = model_template(args.tessel, args.model_template)
+        gguf = default_model_path() if args.model_template == "default" else args.model_template
+        templates[pathlib.Path(gguf).name] = model_template(args.tessel, gguf)
 
     sys.exit(conformance(args.tessel, templates) if args.tessel else builtin_rows(templates, args.check))
 
