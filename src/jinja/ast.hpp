@@ -18,7 +18,7 @@ struct Expr {
     enum class Kind {
         Literal,  ///< value
         Name,     ///< name
-        List,     ///< args: items (list literals and tuples)
+        List,     ///< args: items; name "tuple" for a tuple literal
         Dict,     ///< args: key, value, key, value, ...
         Attr,     ///< args[0].name
         Index,    ///< args[0][args[1]]

@@ -234,7 +234,7 @@ private:
             case Expr::Kind::List: {
                 List l;
                 for (const auto& a : e.args) l.push_back(eval(*a));
-                return l;
+                return e.name == "tuple" ? Value::make_tuple(std::move(l)) : Value(std::move(l));
             }
             case Expr::Kind::Dict: {
                 Dict d;

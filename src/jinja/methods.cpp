@@ -140,7 +140,7 @@ const NamedMethod kDictMethods[] = {
     {"items",
      [](const Value& d, Args&, const Pos&) {
          List out;
-         for (const auto& [k, v] : d.dict().items) out.push_back(List{Value(k), v});
+         for (const auto& [k, v] : d.dict().items) out.push_back(Value::make_tuple(List{Value(k), v}));
          return Value(out);
      }},
     {"keys",

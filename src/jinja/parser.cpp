@@ -226,6 +226,7 @@ private:
                     ExprPtr e = expression();
                     if (is_op(",")) {  // a tuple: a list value
                         ExprPtr tuple = node(Expr::Kind::List, tok.pos);
+                        tuple->name = "tuple";
                         tuple->args.push_back(std::move(e));
                         while (skip_op(",") && !is_op(")")) tuple->args.push_back(expression());
                         e = std::move(tuple);
@@ -386,6 +387,12 @@ private:
         return s;
     }
 
+    static bool is_end_tag(std::string_view name) {
+        for (const char* end : {"elif", "else", "endif", "endfor", "endset", "endmacro"})
+            if (name == end) return true;
+        return false;
+    }
+
     static std::string tag_name(const Piece& p) {
         const Token& t = p.tokens.front();
         if (t.type != Token::Type::Name) fail(t.pos, "expected a tag name");
@@ -421,6 +428,8 @@ private:
                 --depth_;
                 return body;
             }
+            if (opener && is_end_tag(name))  // another block's end: this one was left open
+                fail(opener->pos, "unclosed '" + tag_name(*opener) + "' block: missing {% " + std::string(*(ends.end() - 1)) + " %}");
             body.push_back(statement(p, name));
         }
         if (opener) fail(opener->pos, "unclosed '" + tag_name(*opener) + "' block: missing {% " + std::string(*(ends.end() - 1)) + " %}");
@@ -517,10 +526,7 @@ private:
             ep.expect_end();
             return stmt(name == "break" ? Stmt::Kind::Break : Stmt::Kind::Continue, p.pos);
         }
-        static const std::initializer_list<std::string_view> kEnds = {"elif", "else", "endif", "endfor", "endset",
-                                                                      "endmacro"};
-        if (std::find(kEnds.begin(), kEnds.end(), name) != kEnds.end())
-            fail(p.pos, "unexpected '" + name + "' tag");
+        if (is_end_tag(name)) fail(p.pos, "unexpected '" + name + "' tag");
         fail_unsupported(p.pos, "tag '" + name + "'");
     }
 

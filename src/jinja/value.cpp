@@ -111,8 +111,9 @@ std::string Value::repr() const {
         case Kind::Float: return float_repr(float_);
         case Kind::String: return repr_string(text_);
         case Kind::List: {
-            std::string out = "[";
+            std::string out = tuple_ ? "(" : "[";
             for (size_t i = 0; i < list_->size(); ++i) out += (i ? ", " : "") + (*list_)[i].repr();
+            if (tuple_) return out + (list_->size() == 1 ? ",)" : ")");
             return out + "]";
         }
         case Kind::Dict: {

@@ -56,6 +56,12 @@ public:
     Value(List l) : kind_(Kind::List), list_(std::make_shared<List>(std::move(l))) {}
     Value(Dict d) : kind_(Kind::Dict), dict_(std::make_shared<Dict>(std::move(d))) {}
     Value(Callable c) : kind_(Kind::Callable), callable_(std::make_shared<Callable>(std::move(c))) {}
+    /// A tuple (d.items()'s pairs, `(a, b)`): a list that prints as Python's tuple, "(a, b)".
+    static Value make_tuple(List l) {
+        Value v(std::move(l));
+        v.tuple_ = true;
+        return v;
+    }
     /// A namespace() object: a dict whose entries are attributes that `set ns.x = ...` may change.
     static Value make_namespace(Dict d) {
         Value v(std::move(d));
@@ -94,6 +100,7 @@ public:
 private:
     explicit Value(Kind k) : kind_(k) {}
     Kind kind_ = Kind::Undefined;
+    bool tuple_ = false;
     int64_t int_ = 0;
     double float_ = 0;
     std::string text_;

@@ -4,6 +4,7 @@
 #include <iostream>
 #include <limits>
 
+#include "chat_options.hpp"
 #include "commands.hpp"
 #include "common/generate.hpp"
 #include "run_options.hpp"
@@ -19,18 +20,9 @@ struct RunOptions {
     std::string prompt, prompt_file;
     int64_t n_predict = -1;
     bool chat = false;
-    std::string chat_template;  ///< override by name
+    ChatTemplateFlags chat_template;
     std::string system;
 };
-
-/// The chat template a command renders with (apply_chat_template's argument): the
-/// --chat-template name, else the model's own template. An unknown name is an error here.
-std::string chat_template_for(const Model& m, const std::string& name) {
-    if (name.empty()) return m.chat_template();
-    for (const char* known : {"chatml", "llama3", "gemma", "phi3"})
-        if (name == known) return name;
-    throw Error(ErrorCode::InvalidArgument, "unknown chat template '" + name + "', known: chatml, llama3, gemma, phi3");
-}
 
 /// Streams generated tokens to stdout as whole UTF-8 characters.
 class Printer {
@@ -72,7 +64,7 @@ void run(const RunOptions& o) {
         std::vector<ChatMessage> msgs;
         if (!o.system.empty()) msgs.push_back({"system", o.system});
         msgs.push_back({"user", text});
-        tokens = model->tokenize(apply_chat_template(tmpl, msgs, true), true, true);
+        tokens = model->tokenize(apply_chat_template(tmpl, msgs, model->chat_template_options()), true, true);
     } else {
         tokens = model->tokenize(text, true, false);
     }
@@ -108,7 +100,7 @@ void chat(const RunOptions& o) {
     std::string line;
     while (std::fputs("> ", stderr), std::getline(std::cin, line) && !line.empty()) {
         msgs.push_back({"user", line});
-        const std::vector<int32_t> all = model->tokenize(apply_chat_template(tmpl, msgs, true), true, true);
+        const std::vector<int32_t> all = model->tokenize(apply_chat_template(tmpl, msgs, model->chat_template_options()), true, true);
         if (static_cast<int64_t>(all.size()) >= ctx.n_ctx()) {  // no room for it and a reply: refused, the chat goes on
             msgs.pop_back();
             std::fprintf(stderr, "tessel chat: with this message the conversation is %zu tokens, the context holds %lld: "
@@ -158,14 +150,14 @@ void add_run_commands(CLI::App& app) {
         add_sampling_options(*cmd, o->sampling);
         cmd->add_option("-n,--n-predict", o->n_predict, "Tokens to generate (-1: until end of generation or context)")
             ->check(CLI::Range(int64_t{-1}, std::numeric_limits<int64_t>::max()));
-        CLI::Option* tmpl = cmd->add_option("--chat-template", o->chat_template, "Chat format: chatml, llama3, gemma, phi3 (default: detected)");
+        const std::vector<CLI::Option*> tmpl = add_chat_template_options(*cmd, o->chat_template);
         CLI::Option* sys = cmd->add_option("--system-prompt", o->system, "System message for chat formatting (also -sys)");
         if (!interactive) {
             CLI::Option* p = cmd->add_option("-p,--prompt", o->prompt, "Prompt text");
             CLI::Option* f = cmd->add_option("-f,--file", o->prompt_file, "Read the prompt from a file")->excludes(p);
             p->excludes(f);
             CLI::Option* chat = cmd->add_flag("--chat", o->chat, "Format the prompt as a user turn of the model's chat template");
-            tmpl->needs(chat);
+            for (CLI::Option* t : tmpl) t->needs(chat);
             sys->needs(chat);
             cmd->callback([o, p, f] {
                 if (p->count() == 0 && f->count() == 0) throw CLI::RequiredError("run: -p PROMPT or -f FILE");
