@@ -11,7 +11,8 @@ Two uses:
   Rows of the built-in formats' test (tests/unit/chat_template_test.cpp, kRendered):
     python3 scripts/check_chat_templates.py [--template NAME=PATH ...]          # print rows
     python3 scripts/check_chat_templates.py --check tests/unit/chat_template_test.cpp [...]
-  (bos_token "", eos_token "<|endoftext|>", Gemma's system text folded into the next user turn.)
+  (bos_token "", eos_token "<|endoftext|>", no strftime_now, Gemma's system text folded into the
+  next user turn.)
 
 Templates: every *.jinja in $TESSEL_SHARED_DIR/peer-data/chat-templates/ (default ../shared
 beside the repository), any --template NAME=PATH, and with --model-template the
@@ -93,7 +94,9 @@ CASES = [  # (case name, messages, add_generation_prompt)
 ]
 
 
-def environment():
+def environment(strftime_now=True):
+    """HF's environment; without strftime_now for the built-in rows (their Llama 3 date is the
+    template's fallback, 26 Jul 2024)."""
     env = jinja2.sandbox.ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
                                                        extensions=[jinja2.ext.loopcontrols])
 
@@ -105,12 +108,13 @@ def environment():
 
     env.filters["tojson"] = tojson
     env.globals["raise_exception"] = raise_exception
-    env.globals["strftime_now"] = lambda fmt: FIXED_DATE.strftime(fmt)
+    if strftime_now:
+        env.globals["strftime_now"] = lambda fmt: FIXED_DATE.strftime(fmt)
     return env
 
 
-def render(source, context):
-    return environment().from_string(source).render(**context)
+def render(source, context, strftime_now=True):
+    return environment(strftime_now).from_string(source).render(**context)
 
 
 def gemma_folded(messages):
@@ -148,7 +152,7 @@ def builtin_rows(templates, check):
             if "<start_of_turn>" in source:
                 messages = gemma_folded(messages)
             text = render(source, {"messages": messages, "add_generation_prompt": gen, "bos_token": "",
-                                   "eos_token": "<|endoftext|>"})
+                                   "eos_token": "<|endoftext|>"}, strftime_now=False)
             rows.append(f'{{"{name}", "{case}", {cpp_literal(text)}}},')
     if not check:
         print("\n".join(rows))
