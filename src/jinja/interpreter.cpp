@@ -104,7 +104,18 @@ private:
         return Flow::Normal;
     }
 
+    // Counts statements and expressions evaluating inside each other: the interpreter's stack.
+    struct Nesting {
+        Nesting(Interpreter* in, const Pos& pos) : in(in) {
+            if (++in->depth_ > in->options_.max_depth)
+                fail(pos, "template nested deeper than " + std::to_string(in->options_.max_depth) + " while rendering");
+        }
+        ~Nesting() { --in->depth_; }
+        Interpreter* in;
+    };
+
     Flow exec(const Stmt& s) {
+        const Nesting nesting(this, s.pos);
         step(s.pos);
         switch (s.kind) {
             case Stmt::Kind::Text: emit(s.text, s.pos); break;
@@ -228,6 +239,7 @@ private:
     }
 
     Value eval(const Expr& e) {
+        const Nesting nesting(this, e.pos);
         switch (e.kind) {
             case Expr::Kind::Literal: return e.value;
             case Expr::Kind::Name: return lookup(e.name);
@@ -422,6 +434,7 @@ private:
     std::string out_;
     uint64_t steps_ = 0;
     int call_depth_ = 0;
+    int depth_ = 0;
 };
 
 }  // namespace

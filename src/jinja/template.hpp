@@ -20,6 +20,7 @@ struct RenderOptions {
     size_t max_output = size_t{64} << 20;  ///< bytes of output before rendering fails
     uint64_t max_steps = 10'000'000;       ///< statements and loop iterations before it fails
     int max_call_depth = 64;               ///< nested macro calls
+    int max_depth = 1000;                  ///< statements and expressions evaluating inside each other (bounds the stack)
 };
 
 class Template {

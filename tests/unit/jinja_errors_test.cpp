@@ -108,6 +108,10 @@ TEST(JinjaErrors, DepthOutputAndWorkAreBounded) {
     for (int i = 0; i < 300; ++i) blocks += "{% if true %}";
     invalid(blocks, "template:1:" + std::to_string(1 + 13 * 200) + ": blocks nested too deeply");
     invalid("{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}", "template:1:21: macro calls nested deeper than 64");
+    RenderOptions shallow;  // statements and expressions inside each other, across macro calls
+    shallow.max_depth = 50;
+    invalid("{% macro f() %}{% if true %}{{ (((f()))) }}{% endif %}{% endmacro %}{{ f() }}",
+            "template:1:35: template nested deeper than 50 while rendering", "{}", shallow);
     RenderOptions small;
     small.max_output = 1000;
     invalid("{% for i in range(1000) %}0123456789{% endfor %}", "template:1:27: output longer than 1000 bytes", "{}", small);
