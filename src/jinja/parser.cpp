@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <utility>
 
 #include "jinja/lexer.hpp"
 
@@ -387,6 +388,14 @@ private:
         return s;
     }
 
+    // Consumes the end tag block() stopped at; nothing may follow its name.
+    void close_tag() {
+        const Piece& tag = pieces_[i_++];
+        ExprParser tp(tag.tokens);
+        tp.skip_name(tag_name(tag));
+        tp.expect_end();
+    }
+
     static bool is_end_tag(std::string_view name) {
         for (const char* end : {"elif", "else", "endif", "endfor", "endset", "endmacro"})
             if (name == end) return true;
@@ -463,7 +472,7 @@ private:
                 }
                 tp.expect_end();
                 Body else_body = block({"endif"}, &end, &p);
-                ++i_;
+                close_tag();
                 s->branches.emplace_back(nullptr, std::move(else_body));
                 break;
             }
@@ -478,11 +487,13 @@ private:
             if (ep.skip_name("if")) s->filter = ep.expression(false);
             if (ep.is_name("recursive")) fail_unsupported(ep.cur().pos, "recursive for loop");
             ep.expect_end();
+            ++loops_;
             s->body = block({"else", "endfor"}, &end, &p);
-            ++i_;
+            --loops_;
+            close_tag();
             if (end == "else") {
                 s->else_body = block({"endfor"}, &end, &p);
-                ++i_;
+                close_tag();
             }
             return s;
         }
@@ -495,7 +506,7 @@ private:
                 auto s = stmt(Stmt::Kind::SetBlock, p.pos);
                 s->targets.push_back(target);
                 s->body = block({"endset"}, &end, &p);
-                ++i_;
+                close_tag();
                 return s;
             }
             auto s = stmt(Stmt::Kind::Set, p.pos);
@@ -518,11 +529,14 @@ private:
             }
             ep.expect_op(")");
             ep.expect_end();
+            const int loops = std::exchange(loops_, 0);  // a loop around the macro is not the body's
             s->body = block({"endmacro"}, &end, &p);
-            ++i_;
+            loops_ = loops;
+            close_tag();
             return s;
         }
         if (name == "break" || name == "continue") {
+            if (loops_ == 0) fail(p.pos, "'" + name + "' outside a for loop");
             ep.expect_end();
             return stmt(name == "break" ? Stmt::Kind::Break : Stmt::Kind::Continue, p.pos);
         }
@@ -533,6 +547,7 @@ private:
     std::vector<Piece> pieces_;
     size_t i_ = 0;
     int depth_ = 0;
+    int loops_ = 0;  ///< for bodies being parsed: where break and continue may stand
 };
 
 }  // namespace

@@ -74,6 +74,10 @@ TEST(JinjaErrors, MalformedTemplates) {
     invalid("{% %}", "template:1:1: empty tag");
     invalid("{{ x ? y }}", "template:1:6: unexpected character '?'");
     invalid("{{ f(a=1, 2) }}", "template:1:11: positional argument after keyword argument");
+    invalid("{% for x in xs %}{% endfor x %}", "template:1:28: expected end of tag, got 'x'");
+    invalid("a{% break %}", "template:1:2: 'break' outside a for loop");
+    invalid("{% for x in xs %}{% macro m() %}{% continue %}{% endmacro %}{% endfor %}",
+            "template:1:33: 'continue' outside a for loop");
 }
 
 TEST(JinjaErrors, RenderingErrorsAsJinja2RaisesThem) {
