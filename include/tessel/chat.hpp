@@ -1,4 +1,4 @@
-// Chat templates beyond apply_chat_template (engine.hpp): which built-in format a template is.
+// Chat templates beyond apply_chat_template (engine.hpp): how a template is rendered.
 #pragma once
 
 #include <string>
@@ -9,11 +9,13 @@
 
 namespace tessel {
 
-/// The name of the built-in format apply_chat_template renders `chat_template` with: "chatml",
-/// "llama3", "gemma" or "phi3". `chat_template` is, as for apply_chat_template, a model's
-/// tokenizer.chat_template (recognised by fingerprint) or one of those four names (returned as
-/// given). Throws tessel::Error(Unsupported) "unknown chat template (...), known: chatml, llama3,
-/// gemma, phi3" for an empty or unrecognised template, as apply_chat_template does.
+/// How apply_chat_template renders `chat_template`: "jinja" for a Jinja template tessel's
+/// interpreter parses, else the name of the built-in format it uses: "chatml", "llama3",
+/// "gemma" or "phi3" (a built-in name, returned as given, or the format a template with an
+/// unsupported tag is recognised as, by fingerprint). An unsupported filter, test or method shows
+/// only when rendering, where apply_chat_template falls back the same way. Throws tessel::Error:
+/// Unsupported "unknown chat template (...), known: chatml, llama3, gemma, phi3" for an empty
+/// template or an unsupported one that matches no format, InvalidArgument for a malformed one.
 TESSEL_API std::string chat_template_format(std::string_view chat_template);
 
 }  // namespace tessel

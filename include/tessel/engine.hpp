@@ -75,19 +75,43 @@ struct ModelInfo {
 
 /// One message of a conversation.
 struct ChatMessage {
-    std::string role;  ///< "system", "user" or "assistant"
+    std::string role;  ///< "system", "user", "assistant" (a Jinja template may know others, e.g. "tool")
     std::string content;
 };
 
-/// Renders `messages` as the prompt text of a chat model. `chat_template` is either a model's
-/// tokenizer.chat_template (Model::chat_template()), recognised by fingerprint as one of the
-/// built-in formats, or one of their names: "chatml", "llama3", "gemma", "phi3".
-/// add_generation_prompt ends the text with the opening of an assistant turn. The output is what
-/// the model's Jinja template renders (HF transformers settings), with the documented
-/// differences of src/runtime/chat_template.hpp (BOS left to the tokenizer, Gemma's system turn
-/// folded into the next user turn). Throws tessel::Error: Unsupported "unknown chat template
-/// (...), known: chatml, llama3, gemma, phi3" for an empty or unrecognised template,
-/// InvalidArgument for no messages or a role other than system/user/assistant.
+/// How apply_chat_template renders a model's Jinja template (Model::chat_template_options()
+/// fills the model's values).
+struct ChatTemplateOptions {
+    bool add_generation_prompt = true;  ///< end with the opening of an assistant turn
+    std::string bos_token;              ///< the template's bos_token: the model's BOS text
+    std::string eos_token;              ///< the template's eos_token: the model's EOS text
+    /// The tokenizer adds BOS itself (Model::adds_bos()): a rendered text that starts with
+    /// bos_token loses it, so the prompt has one BOS (as llama.cpp).
+    bool drop_leading_bos = false;
+};
+
+/// Renders `messages` as the prompt text of a chat model. `chat_template` is either a Jinja
+/// template (a model's tokenizer.chat_template, Model::chat_template(), or a file's text) or the
+/// name of a built-in format: "chatml", "llama3", "gemma", "phi3".
+///
+/// A Jinja template is rendered by tessel's interpreter as HF transformers renders it
+/// (trim_blocks, lstrip_blocks; variables messages, add_generation_prompt, bos_token, eos_token;
+/// raise_exception, strftime_now; docs/chat-templates.md). When the template raises an error
+/// (raise_exception) for a conversation with system messages, it is rendered again with each
+/// system text folded into the next user message ("system\n\nuser"), for templates without a
+/// system role (Gemma). When it uses a construct tessel does not implement, a warning naming it
+/// is logged once per process and the built-in format its text is recognised as (by fingerprint:
+/// src/runtime/chat_template.hpp) renders the chat instead.
+/// A built-in name renders that format (BOS left to the tokenizer, roles system/user/assistant).
+///
+/// Throws tessel::Error: InvalidArgument for no messages, a role a built-in format does not
+/// know, a malformed template ("template:LINE:COL: ...") or the template's own
+/// raise_exception message; Unsupported "unknown chat template (...), known: chatml, llama3,
+/// gemma, phi3; ..." for an empty template, or one with an unsupported construct that matches
+/// no built-in format.
+TESSEL_API std::string apply_chat_template(std::string_view chat_template, std::span<const ChatMessage> messages,
+                                           const ChatTemplateOptions& options);
+/// apply_chat_template with bos_token and eos_token "" (BOS left to the tokenizer).
 TESSEL_API std::string apply_chat_template(std::string_view chat_template, std::span<const ChatMessage> messages,
                                            bool add_generation_prompt);
 
@@ -124,6 +148,9 @@ public:
     /// tokenizer.chat_template; when the file has none, the name of the format its architecture's
     /// models use ("gemma" for gemma3, whose GGUF files often lack the key), else "".
     std::string chat_template() const;
+    /// apply_chat_template's options for this model: its BOS and EOS token texts ("" when it has
+    /// none), drop_leading_bos = adds_bos(), add_generation_prompt true.
+    ChatTemplateOptions chat_template_options() const;
 
 private:
     Model() = default;

@@ -197,6 +197,7 @@ _SIGNATURES = {
     "tessel_detokenizer_flush": (c_status, [vp, ctypes.c_char_p, sz, P(sz)]),
     "tessel_model_chat_template": (char_p, [vp]),
     "tessel_chat_apply_template": (c_status, [char_p, P(ChatMessage), sz, bool_, ctypes.c_char_p, sz, P(sz)]),
+    "tessel_model_apply_chat_template": (c_status, [vp, P(ChatMessage), sz, bool_, ctypes.c_char_p, sz, P(sz)]),
     "tessel_context_default_params": (ContextParams, []),
     "tessel_context_new": (c_status, [vp, P(ContextParams), P(vp)]),
     "tessel_context_free": (None, [vp]),

@@ -108,16 +108,20 @@ class Model(Handle):
 
     def apply_chat_template(self, messages: Sequence[dict], add_generation_prompt: bool = True,
                             template: Optional[str] = None) -> str:
-        """Renders [{"role": ..., "content": ...}, ...] as this model's chat prompt (or with
-        `template`: a template text or one of "chatml", "llama3", "gemma", "phi3")."""
-        return apply_chat_template(template if template is not None else self.chat_template, messages, add_generation_prompt)
+        """Renders [{"role": ..., "content": ...}, ...] as this model's chat prompt: its own Jinja
+        template with its BOS/EOS texts, a leading BOS text dropped when the tokenizer adds BOS (or
+        with `template`: a Jinja template text or one of "chatml", "llama3", "gemma", "phi3")."""
+        if template is not None:
+            return apply_chat_template(template, messages, add_generation_prompt)
+        msgs, _keep = _chat_messages(messages)  # _keep: the bytes msgs points into
+        model = self._live()
+        out = text_out(lambda buf, size, n: lib().tessel_model_apply_chat_template(
+            model, msgs, len(messages), add_generation_prompt, buf, size, n), 1024)
+        return out.decode("utf-8", "replace")
 
 
-def apply_chat_template(template: str, messages: Sequence[dict], add_generation_prompt: bool = True) -> str:
-    """Renders messages with `template` (a model's chat template text or a built-in name).
-    Raises Error "unsupported" for an unknown template, "invalid-argument" for a bad role or a
-    message lacking "role" or "content"; TypeError for a message that is not a dict."""
-    tmpl = c_text(template, "template")
+def _chat_messages(messages: Sequence[dict]):
+    """The C array of messages, and the byte strings it points into (keep them alive)."""
     msgs = (_lib.ChatMessage * max(1, len(messages)))()
     keep = []
     for i, m in enumerate(messages):
@@ -129,6 +133,17 @@ def apply_chat_template(template: str, messages: Sequence[dict], add_generation_
         role, content = c_text(m["role"], f"messages[{i}]['role']"), c_text(m["content"], f"messages[{i}]['content']")
         keep += [role, content]
         msgs[i].role, msgs[i].content = role, content
+    return msgs, keep
+
+
+def apply_chat_template(template: str, messages: Sequence[dict], add_generation_prompt: bool = True) -> str:
+    """Renders messages with `template` (a Jinja chat template, rendered as HF transformers does,
+    or a built-in name). Raises Error "unsupported" for a template tessel cannot render and that
+    matches no built-in format, "invalid-argument" for a malformed template, its raise_exception,
+    a role a built-in format lacks, or a message lacking "role" or "content"; TypeError for a
+    message that is not a dict."""
+    tmpl = c_text(template, "template")
+    msgs, _keep = _chat_messages(messages)  # _keep: the bytes msgs points into
     out = text_out(lambda buf, size, n: lib().tessel_chat_apply_template(tmpl, msgs, len(messages), add_generation_prompt,
                                                                           buf, size, n), 1024)
     return out.decode("utf-8", "replace")

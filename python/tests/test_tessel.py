@@ -88,7 +88,7 @@ def test_chat_template_renders_the_jinja_output(model):
         "<|im_start|>system\nYou answer in one word.<|im_end|>\n<|im_start|>user\nCapital of France?<|im_end|>\n"
         "<|im_start|>assistant\n")
     with pytest.raises(tessel.Error) as e:
-        tessel.apply_chat_template("{{ no known template }}", messages)
+        tessel.apply_chat_template("{% include 'base.jinja' %}", messages)
     assert e.value.status == "unsupported"
 
 

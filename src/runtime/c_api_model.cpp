@@ -21,6 +21,18 @@ std::string_view bytes(const char* text, size_t len) {
     return {text ? text : "", len};
 }
 
+std::vector<ChatMessage> chat_messages(const char* function, const tessel_chat_message* messages, size_t n) {
+    if (n) require(messages, "messages");
+    std::vector<ChatMessage> msgs;
+    for (size_t i = 0; i < n; ++i) {
+        if (!messages[i].role || !messages[i].content)
+            throw Error(ErrorCode::InvalidArgument, std::string(function) + ": message " + std::to_string(i) + " has a NULL " +
+                                                        (messages[i].role ? "content" : "role"));
+        msgs.push_back({messages[i].role, messages[i].content});
+    }
+    return msgs;
+}
+
 }  // namespace
 
 extern "C" {
@@ -147,15 +159,20 @@ tessel_status tessel_chat_apply_template(const char* chat_template, const tessel
                                          bool add_generation_prompt, char* buf, size_t buf_size, size_t* n_needed) {
     return guard(__func__, [&] {
         require(chat_template, "chat_template");
-        if (n_messages) require(messages, "messages");
-        std::vector<ChatMessage> msgs;
-        for (size_t i = 0; i < n_messages; ++i) {
-            if (!messages[i].role || !messages[i].content)
-                throw Error(ErrorCode::InvalidArgument, "tessel_chat_apply_template: message " + std::to_string(i) + " has a NULL " +
-                                                            (messages[i].role ? "content" : "role"));
-            msgs.push_back({messages[i].role, messages[i].content});
-        }
+        const std::vector<ChatMessage> msgs = chat_messages(__func__, messages, n_messages);
         capi::write_text(apply_chat_template(chat_template, msgs, add_generation_prompt), buf, buf_size, n_needed);
+    });
+}
+
+tessel_status tessel_model_apply_chat_template(const tessel_model* model, const tessel_chat_message* messages,
+                                               size_t n_messages, bool add_generation_prompt, char* buf, size_t buf_size,
+                                               size_t* n_needed) {
+    return guard(__func__, [&] {
+        const Model& m = model_of(model);
+        const std::vector<ChatMessage> msgs = chat_messages(__func__, messages, n_messages);
+        ChatTemplateOptions o = m.chat_template_options();
+        o.add_generation_prompt = add_generation_prompt;
+        capi::write_text(apply_chat_template(model->chat_template, msgs, o), buf, buf_size, n_needed);
     });
 }
 

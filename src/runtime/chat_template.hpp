@@ -1,9 +1,10 @@
-// Chat formatting: a list of (role, content) messages -> the prompt text a chat model expects.
+// Chat formatting without Jinja: four built-in formats for a list of (role, content) messages.
 //
-// No Jinja engine: a GGUF's `tokenizer.chat_template` is recognised by fingerprint and one of
-// four built-in formats renders the conversation. Output matches what the model's Jinja template
-// renders (HF transformers settings: trim_blocks, lstrip_blocks) for conversations of system,
-// user and assistant messages, with these documented differences:
+// apply_chat_template (src/runtime/chat.cpp) renders a model's own Jinja template with src/jinja;
+// these formats serve `--chat-template NAME` and the fallback for a template with a construct
+// the interpreter lacks, recognised by fingerprint. Output matches what the model's Jinja
+// template renders (HF transformers settings: trim_blocks, lstrip_blocks) for conversations of
+// system, user and assistant messages, with these documented differences:
 //   - BOS: templates that start with {{ bos_token }} (Llama 3, Gemma) are rendered as if
 //     bos_token were empty, because the tokenizer adds BOS (tokenizer.ggml.add_bos_token).
 //     ChatOptions::add_bos emits it as text instead, for a tokenizer that does not.

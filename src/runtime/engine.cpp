@@ -4,7 +4,6 @@
 
 #include "backend/registry.hpp"
 #include "core/log.hpp"
-#include "runtime/chat_template.hpp"
 #include "runtime/context.hpp"
 #include "runtime/engine_access.hpp"
 #include "tessel/engine.hpp"
@@ -108,14 +107,13 @@ std::string Model::chat_template() const {
     return arch ? std::string(arch->chat_format) : std::string();
 }
 
-std::string apply_chat_template(std::string_view chat_template, std::span<const ChatMessage> messages, bool add_generation_prompt) {
-    bool is_name = false;
-    for (const char* name : {"chatml", "llama3", "gemma", "phi3"}) is_name = is_name || chat_template == name;
-    const runtime::ChatTemplate t =
-        is_name ? runtime::chat_template_from_name(chat_template) : runtime::detect_chat_template(chat_template);
-    runtime::ChatOptions o;
-    o.add_generation_prompt = add_generation_prompt;
-    return runtime::format_chat(t, messages, o);
+ChatTemplateOptions Model::chat_template_options() const {
+    const vocab::Vocab& v = tok_->vocab();
+    ChatTemplateOptions o;
+    if (v.valid(v.bos())) o.bos_token = v.text(v.bos());
+    if (v.valid(v.eos())) o.eos_token = v.text(v.eos());
+    o.drop_leading_bos = adds_bos();
+    return o;
 }
 
 Detokenizer::Detokenizer(std::shared_ptr<const Model> model, bool special)

@@ -228,7 +228,7 @@ static void test_library(void) {
     const tessel_chat_message hi[] = {{"user", "hi"}};
     char buf[256];
     size_t n_needed = 0;
-    CHECK(tessel_chat_apply_template("{{ not a known template }}", hi, 1, true, buf, sizeof buf, &n_needed) ==
+    CHECK(tessel_chat_apply_template("{% include 'base.jinja' %}", hi, 1, true, buf, sizeof buf, &n_needed) ==
               TESSEL_ERROR_UNSUPPORTED,
           "unknown template");
     CHECK(strstr(tessel_last_error(), "unknown chat template") != NULL, "last error '%s'", tessel_last_error());
@@ -426,6 +426,11 @@ static void test_chat(tessel_model* m) {
     CHECK(!strcmp(buf, want_three_turns) && n == strlen(want_three_turns), "three_turns rendered '%s'", buf);
     MUST(tessel_chat_apply_template(tmpl, system, 2, true, buf, sizeof buf, &n));
     CHECK(!strcmp(buf, want_system), "system rendered '%s'", buf);
+    /* The model's own template and token texts: SmolLM2's renders no BOS text. */
+    MUST(tessel_model_apply_chat_template(m, system, 2, true, buf, sizeof buf, &n));
+    CHECK(!strcmp(buf, want_system), "model template rendered '%s'", buf);
+    CHECK(tessel_model_apply_chat_template(NULL, system, 2, true, buf, sizeof buf, &n) == TESSEL_ERROR_INVALID_ARGUMENT,
+          "NULL model accepted");
 }
 
 /* ---- Decoding, logits, sampling, KV edits -------------------------------------------------- */

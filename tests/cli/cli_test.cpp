@@ -190,19 +190,39 @@ TEST_F(CliErrors, UnknownChatTemplateName) {
     EXPECT_NE(lines[0].find("vicuna9"), std::string::npos) << lines[0];
 }
 
-TEST_F(CliErrors, UnrecognizedChatTemplateInModel) {
-    // Write the tiny model, then rewrite it with a chat template no fingerprint knows.
+TEST_F(CliErrors, UnsupportedChatTemplateInModelWithNoKnownFormat) {
+    // Write the tiny model, then rewrite it with a chat template tessel's Jinja cannot render (an
+    // include) and no fingerprint knows.
     const auto src = gguf::File::open(tiny("m.gguf"));
     gguf::Writer w;
     for (const auto& kv : src.metadata())
         if (kv.key != "general.alignment") w.set(kv.key, kv.value);
-    w.set("tokenizer.chat_template", gguf::Value::string("{{ messages | tojson }}"));
+    w.set("tokenizer.chat_template", gguf::Value::string("{% include 'base.jinja' %}"));
     for (const auto& t : src.tensors())
         w.add_tensor(t.name, t.type, std::vector<int64_t>(t.ne, t.ne + t.n_dims), src.tensor_data(t),
                      t.size);
     const std::string path = (dir_ / "odd_template.gguf").string();
     w.write_file(path);
-    expect_one_error_line(run_tessel({"run", "-m", path, "--chat", "-p", "hi"}), "chat template");
+    expect_one_error_line(run_tessel({"run", "-m", path, "--chat", "-p", "hi"}),
+                          "unknown chat template .*unsupported tag 'include'");
+}
+
+TEST_F(CliErrors, ChatTemplateFile) {
+    const std::string raising = (dir_ / "raising.jinja").string();
+    std::ofstream(raising) << "{{ raise_exception('this template takes no chat') }}";
+    expect_one_error_line(run_tessel({"run", "-m", tiny("m.gguf"), "--chat", "--chat-template-file", raising, "-p", "hi"}),
+                          "^tessel: error: this template takes no chat$");
+    const std::string empty = (dir_ / "empty.jinja").string();
+    std::ofstream{empty};
+    expect_one_error_line(run_tessel({"run", "-m", tiny("m.gguf"), "--chat", "--chat-template-file", empty, "-p", "hi"}),
+                          "--chat-template-file: '.*empty\\.jinja' is empty");
+    expect_one_error_line(run_tessel({"run", "-m", tiny("m.gguf"), "--chat", "--chat-template-file",
+                                      (dir_ / "absent.jinja").string(), "-p", "hi"}),
+                          "absent\\.jinja");
+    // A file and a name exclude each other (a usage error).
+    const CliResult both = run_tessel({"run", "-m", tiny("m.gguf"), "--chat", "--chat-template", "chatml",
+                                       "--chat-template-file", raising, "-p", "hi"});
+    EXPECT_EQ(both.exit_code, 2) << both.err;
 }
 
 // Two turns on the default model, greedy. The second answer must be exactly what a fresh context

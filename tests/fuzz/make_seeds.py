@@ -68,10 +68,28 @@ def tokenizer_seeds():
     return seeds
 
 
+def jinja_seeds():
+    """fuzz_jinja: an options byte (bit 0 add_generation_prompt, bit 1 tools) and a template using
+    the constructs chat templates use."""
+    templates = {
+        "loop": "{% for m in messages %}{{ loop.index }}{{ m.role | upper }}:{{ m.content | trim }}\n{% endfor %}",
+        "ns": "{%- set ns = namespace(i=0) -%}{% for m in messages[::-1] %}{% if m.role == 'user' %}"
+              "{% set ns.i = loop.index0 %}{% endif %}{% endfor %}{{ ns.i }}",
+        "tools": "{% if tools %}{% for t in tools %}{{ t | tojson(indent=2) }}{% endfor %}{% endif %}"
+                 "{% for m in messages %}{% if m.tool_calls is defined %}{{ m.tool_calls[0].function.arguments | tojson }}"
+                 "{% endif %}{% endfor %}",
+        "methods": "{{ messages[4].content.split('</think>')[-1].lstrip('\\n') }}{{ bos_token ~ eos_token }}"
+                   "{{ strftime_now('%d %b %Y') }}{{ messages[0].get('role', 'x') }}",
+        "macro": "{% macro m(x, y='d') %}[{{ x }}{{ y }}]{% endmacro %}{{ m(1) }}{{ m(2, y=3) }}"
+                 "{% if add_generation_prompt %}{{ raise_exception('stop') }}{% endif %}",
+    }
+    return {name: bytes([3]) + text.encode() for name, text in templates.items()}
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: make_seeds.py OUT_DIR")
-    for name, seeds in (("model_load", model_load_seeds()), ("tokenizer", tokenizer_seeds())):
+    for name, seeds in (("model_load", model_load_seeds()), ("tokenizer", tokenizer_seeds()), ("jinja", jinja_seeds())):
         folder = os.path.join(sys.argv[1], name)
         os.makedirs(folder, exist_ok=True)
         for seed_name, data in seeds.items():

@@ -5,6 +5,7 @@
 #include <limits>
 #include <set>
 
+#include "chat_options.hpp"
 #include "commands.hpp"
 #include "common/escapes.hpp"
 #include "common/generate.hpp"
@@ -26,7 +27,7 @@ struct RunOptions {
     std::string prompt, prompt_file;
     int64_t n_predict = -1;
     ChatMode chat = ChatMode::Auto;
-    std::string chat_template;  ///< override by name
+    ChatTemplateFlags chat_template;
     std::string system;
     bool escape = true;          ///< -e/--escape (default) vs --no-escape
     bool parse_special = true;   ///< special-token text in a raw prompt becomes those tokens
@@ -36,19 +37,11 @@ struct RunOptions {
     std::string in_prefix, in_suffix;  ///< chat: around each user line
 };
 
-/// The chat template a command renders with (apply_chat_template's argument): the
-/// --chat-template name, else the model's own template. An unknown name is an error here.
-std::string chat_template_for(const Model& m, const std::string& name) {
-    if (name.empty()) return m.chat_template();
-    for (const char* known : kBuiltinFormats)
-        if (name == known) return name;
-    throw Error(ErrorCode::InvalidArgument, "unknown chat template '" + name + "', known: chatml, llama3, gemma, phi3");
-}
-
 /// True when the GGUF carries tokenizer.chat_template (Model::chat_template() returns a built-in
-/// format's name for a file without one).
+/// format's name, or "", for a file without one).
 bool has_own_chat_template(const Model& m) {
     const std::string t = m.chat_template();
+    if (t.empty()) return false;
     for (const char* known : kBuiltinFormats)
         if (t == known) return false;
     return true;
@@ -59,7 +52,7 @@ bool has_own_chat_template(const Model& m) {
 bool holds_template_markup(const Model& m, const std::string& tmpl, const std::string& prompt) {
     std::string probe;
     try {
-        probe = apply_chat_template(tmpl, std::vector<ChatMessage>{{"user", "x"}}, true);
+        probe = apply_chat_template(tmpl, std::vector<ChatMessage>{{"user", "x"}}, m.chat_template_options());
     } catch (const Error&) {
         return false;  // a template tessel cannot render: nothing to compare with
     }
@@ -132,7 +125,7 @@ void run(const RunOptions& o) {
     if (o.chat == ChatMode::Auto) {
         // llama.cpp's llama-cli converses when the model has a template, Ollama always does; a prompt
         // that already holds the template's markup is the user's own formatting and goes in as is.
-        const bool implied = !o.system.empty() || !o.chat_template.empty();
+        const bool implied = !o.system.empty() || !o.chat_template.name.empty() || !o.chat_template.file.empty();
         chat = implied || has_own_chat_template(*model);
         if (chat && !implied) {
             try {
@@ -152,7 +145,7 @@ void run(const RunOptions& o) {
         std::vector<ChatMessage> msgs;
         if (!o.system.empty()) msgs.push_back({"system", o.system});
         msgs.push_back({"user", text});
-        tokens = model->tokenize(apply_chat_template(tmpl, msgs, true), true, true);
+        tokens = model->tokenize(apply_chat_template(tmpl, msgs, model->chat_template_options()), true, true);
         mode = "a user turn of the " + chat_template_format(tmpl) + " chat template (--no-chat sends it as raw text)";
     } else {
         tokens = model->tokenize(text, true, o.parse_special);
@@ -188,7 +181,7 @@ void chat(const RunOptions& o) {
     std::string line;
     while (std::fputs("> ", stderr), std::getline(std::cin, line) && !line.empty()) {
         msgs.push_back({"user", o.in_prefix + line + o.in_suffix});
-        const std::vector<int32_t> all = model->tokenize(apply_chat_template(tmpl, msgs, true), true, true);
+        const std::vector<int32_t> all = model->tokenize(apply_chat_template(tmpl, msgs, model->chat_template_options()), true, true);
         if (static_cast<int64_t>(all.size()) >= ctx.n_ctx()) {  // no room for it and a reply: refused, the chat goes on
             msgs.pop_back();
             std::fprintf(stderr, "tessel chat: with this message the conversation is %zu tokens, the context holds %lld: "
@@ -243,7 +236,7 @@ void add_run_commands(CLI::App& app) {
         add_sampling_options(*cmd, o->sampling);
         cmd->add_option("-n,--n-predict", o->n_predict, "Tokens to generate (-1: until end of generation or context)")
             ->check(CLI::Range(int64_t{-1}, std::numeric_limits<int64_t>::max()));
-        CLI::Option* tmpl = cmd->add_option("--chat-template", o->chat_template, "Chat format: chatml, llama3, gemma, phi3 (default: the model's)");
+        const std::vector<CLI::Option*> tmpl = add_chat_template_options(*cmd, o->chat_template);
         CLI::Option* sys = cmd->add_option("--system-prompt", o->system, "System message of the conversation (also -sys)");
         cmd->add_flag("--ignore-eos", o->ignore_eos, "Never end at an end-of-generation token (it is banned: a logit bias of -inf)");
         cmd->add_flag("--special", o->print_special, "Print special tokens' text, e.g. <|im_end|> (also -sp)");
@@ -261,7 +254,8 @@ void add_run_commands(CLI::App& app) {
             CLI::Option* off = cmd->add_flag_callback("--no-chat,--no-conversation", [o] { o->chat = ChatMode::Off; },
                                                       "Send the prompt as raw text for the model to continue (also -no-cnv)");
             on->excludes(off);
-            off->excludes(on)->excludes(tmpl)->excludes(sys);
+            off->excludes(on)->excludes(sys);
+            for (CLI::Option* t : tmpl) off->excludes(t);
             cmd->add_flag("--no-parse-special{false}", o->parse_special,
                           "Read special-token text in a raw prompt (e.g. <|im_start|>) as plain text");
             cmd->callback([o, p, f] {

@@ -17,7 +17,7 @@ namespace tessel::cli::dev {
 inline constexpr const char* kDeveloperGroup = "Developer tools (internal API, may change)";
 inline constexpr const char* kDeveloperOptionsGroup = "Developer options (internal API, may change)";
 
-/// Registers test-ops, quantize, trace and the hidden npu-device (below), in that order, in
+/// Registers test-ops, quantize, trace, render-template and the hidden npu-device (below), in that order, in
 /// kDeveloperGroup, and points the NPU's process link at this executable (/proc/self/exe), which
 /// it starts as `tessel npu-device` unless TESSEL_NPU_DEVICE_EXE says otherwise.
 void add_developer_commands(CLI::App& app);
@@ -33,6 +33,11 @@ void add_quantize_command(CLI::App& app);
 /// `tessel trace -f PROMPTS -o OUT.gguf [model flags]`: logits of teacher-forced prompts and every
 /// node of a prompt and a decode graph with its inputs, for numerical checks (docs/trace.md).
 void add_trace_command(CLI::App& app);
+
+/// `tessel render-template TEMPLATE CONTEXT.json [--date YYYY-MM-DD]`: a Jinja template rendered
+/// by tessel's interpreter with the JSON object's keys as variables, to stdout (the conformance
+/// check against Python's jinja2, scripts/check_chat_templates.py).
+void add_render_template_command(CLI::App& app);
 
 /// `tessel npu-device --socket FD` (internal, hidden from --help): serves the NPU host runtime of
 /// the parent process over the inherited Unix socket FD (npu::device_process_main).
