@@ -16,7 +16,7 @@
 #   3. clang tree with AddressSanitizer + UBSan (build-san/): every target (the clang build check),
 #      the library with libFuzzer's coverage instrumentation (compute kernels, tools and tests
 #      excepted: cmake/fuzz_coverage_ignorelist.txt), libFuzzer linked into the fuzz targets; the
-#      four fuzzers (GGUF reader, model load, tokenizer, Jinja interpreter) run TESSEL_FUZZ_SECONDS each (default 40: the sanitizer tests beside them take about as long),
+#      four fuzzers (GGUF reader, model load, tokenizer, Jinja interpreter) run TESSEL_FUZZ_SECONDS each (default 30: four of them take about as long as the sanitizer tests beside them),
 #      one after the other on one core, while the unit, GGUF, test-ops, model, CLI, NPU and C API tests run
 #      there; a crashing input is kept in build-san/artifacts/
 #   4. ThreadSanitizer tree (build-tsan/): only test_tsan (thread pool, the CPU backend's graph walk,
@@ -32,7 +32,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-fuzz_seconds=${TESSEL_FUZZ_SECONDS:-40}
+fuzz_seconds=${TESSEL_FUZZ_SECONDS:-30}
 if ! [[ "$fuzz_seconds" =~ ^[1-9][0-9]*$ ]]; then
   echo "test.sh: TESSEL_FUZZ_SECONDS must be a positive whole number of seconds, got '$fuzz_seconds'" >&2
   exit 2
