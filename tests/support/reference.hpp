@@ -105,8 +105,9 @@ struct GreedyStats {
 };
 /// n_tokens greedy tokens of prompt `name` with attention `fa` follow llama.cpp's greedy tokens
 /// (the sequence in the data) up to the first position where llama.cpp's top-2 margin in `mode`
-/// is below bounds.greedy_tie; there tessel must pick one of llama.cpp's top two and the
-/// comparison ends. `on_graph` as above ("<prompt> <mode> greedy").
+/// is below bounds.greedy_tie; there tessel must pick a token of llama.cpp's top K within that
+/// margin of its top one, or one that tessel itself puts less than the margin above llama.cpp's
+/// top token, and the comparison ends. `on_graph` as above ("<prompt> <mode> greedy").
 GreedyStats expect_greedy_matches(const std::shared_ptr<const Model>& model, const ReferenceData& ref,
                                   const std::string& name, const std::string& mode, FlashAttn fa, int n_tokens,
                                   const LogitBounds& bounds,
