@@ -211,4 +211,18 @@ private:
     std::unique_ptr<State> state_;
 };
 
+/// GBNF text (SamplerParams::grammar) for the JSON values `schema_json` describes, as llama.cpp's
+/// `--json-schema`. Keywords: type (object, array, string, number, integer, boolean, null, or a
+/// list of them), enum, const, anyOf, oneOf, $ref within the document, properties, required,
+/// additionalProperties (false, true or a schema; when absent: allowed only if there are no
+/// properties), items, minItems, maxItems, minLength, maxLength, pattern (a regular-expression
+/// subset: literals, classes, `.`, \d \w \s, groups, `|`, quantifiers), minimum 0 on integers;
+/// annotations (title, description, default, $defs, ...) are ignored. Objects list their
+/// properties in the schema's order; oneOf is treated as anyOf; numbers have at most 16
+/// integral and 16 fraction digits; whitespace between tokens is at most 12 of [ \t\n].
+/// Throws tessel::Error: InvalidArgument for malformed JSON (naming line and column) or a
+/// malformed schema (naming its JSON pointer); Unsupported naming any other keyword (or
+/// construct of a pattern) and its JSON pointer.
+TESSEL_API std::string json_schema_to_grammar(std::string_view schema_json);
+
 }  // namespace tessel
