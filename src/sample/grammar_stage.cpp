@@ -9,11 +9,17 @@
 namespace tessel::sample {
 
 GrammarStage::GrammarStage(std::shared_ptr<const Grammar> grammar, std::span<const std::string> pieces,
-                           std::span<const int32_t> eog)
-    : matcher_(std::move(grammar)), pieces_(pieces.begin(), pieces.end()), is_eog_(pieces.size(), 0),
+                           std::span<const int32_t> eog, std::span<const int32_t> control)
+    : matcher_(std::move(grammar)), pieces_(pieces.begin(), pieces.end()), kind_(pieces.size(), Text),
       allowed_(pieces.size(), 0) {
-    for (const int32_t id : eog)
-        if (id >= 0 && static_cast<size_t>(id) < is_eog_.size()) is_eog_[static_cast<size_t>(id)] = 1;
+    for (size_t id = 0; id < pieces_.size(); ++id)
+        if (pieces_[id].empty()) kind_[id] = Never;
+    const auto mark = [&](std::span<const int32_t> ids, Kind kind) {
+        for (const int32_t id : ids)
+            if (id >= 0 && static_cast<size_t>(id) < kind_.size()) kind_[static_cast<size_t>(id)] = kind;
+    };
+    mark(control, Never);
+    mark(eog, EndOfGeneration);
     build_trie();
 }
 
@@ -22,7 +28,7 @@ GrammarStage::GrammarStage(std::shared_ptr<const Grammar> grammar, std::span<con
 void GrammarStage::build_trie() {
     std::vector<int32_t> order;
     for (size_t id = 0; id < pieces_.size(); ++id)
-        if (!is_eog_[id] && !pieces_[id].empty()) order.push_back(static_cast<int32_t>(id));
+        if (kind_[id] == Text) order.push_back(static_cast<int32_t>(id));
     std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
         return pieces_[static_cast<size_t>(a)] < pieces_[static_cast<size_t>(b)];
     });
@@ -59,8 +65,8 @@ void GrammarStage::build_trie() {
 
 bool GrammarStage::allows(int32_t token) {
     const auto id = static_cast<size_t>(token);
-    if (is_eog_[id]) return matcher_.can_end();
-    return !pieces_[id].empty() && matcher_.check(pieces_[id]);
+    if (kind_[id] == EndOfGeneration) return matcher_.can_end();
+    return kind_[id] == Text && matcher_.check(pieces_[id]);
 }
 
 void GrammarStage::walk(uint32_t node, const StackSet& set, Utf8Partial partial, size_t depth) {
@@ -92,13 +98,13 @@ void GrammarStage::mask(CandidateList& list) {
     const bool can_end = matcher_.can_end();
     for (Candidate& c : list.items) {
         const auto id = static_cast<size_t>(c.id);
-        if (is_eog_[id] ? !can_end : !allowed_[id]) c.logit = -std::numeric_limits<float>::infinity();
+        if (kind_[id] == EndOfGeneration ? !can_end : !allowed_[id]) c.logit = -std::numeric_limits<float>::infinity();
     }
 }
 
 void GrammarStage::accept(int32_t token) {
     const auto id = static_cast<size_t>(token);
-    const bool ok = is_eog_[id] ? matcher_.can_end() : !pieces_[id].empty() && matcher_.accept(pieces_[id]);
+    const bool ok = kind_[id] == EndOfGeneration ? matcher_.can_end() : kind_[id] == Text && matcher_.accept(pieces_[id]);
     if (!ok)
         throw Error(ErrorCode::InvalidArgument,
                     "sampler: token " + std::to_string(token) + " cannot continue the grammar here");

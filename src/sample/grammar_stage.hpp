@@ -2,7 +2,7 @@
 //
 // A token is allowed when its bytes continue the grammar from the current state (a token may
 // cross several grammar elements and end inside a UTF-8 character); an end-of-generation token
-// when the grammar can end here; a token with no bytes never. Checking one token walks its
+// when the grammar can end here; a control token or one with no bytes never. Checking one token walks its
 // bytes. Masking a whole candidate list walks a byte trie of every token text once, so a
 // prefix shared by many tokens is matched once and a dead prefix prunes its whole subtree.
 #pragma once
@@ -20,9 +20,10 @@ namespace tessel::sample {
 
 class GrammarStage {
 public:
-    /// `pieces[id]` are token id's bytes (n_vocab of them); `eog` the end-of-generation ids.
+    /// `pieces[id]` are token id's bytes (n_vocab of them); `eog` the end-of-generation ids,
+    /// `control` the control tokens (ids outside [0, n_vocab) are ignored).
     GrammarStage(std::shared_ptr<const Grammar> grammar, std::span<const std::string> pieces,
-                 std::span<const int32_t> eog);
+                 std::span<const int32_t> eog, std::span<const int32_t> control);
 
     /// True when `token` may come next (token in [0, n_vocab)).
     bool allows(int32_t token);
@@ -44,7 +45,8 @@ private:
 
     GrammarMatcher matcher_;
     std::vector<std::string> pieces_;
-    std::vector<uint8_t> is_eog_;
+    enum Kind : uint8_t { Text, EndOfGeneration, Never };
+    std::vector<uint8_t> kind_;  // per token
     std::vector<Node> nodes_;
     std::vector<int32_t> token_ids_;
     std::vector<StackSet> levels_;   // stack sets of the trie walk, one per depth

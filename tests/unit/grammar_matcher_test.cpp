@@ -96,9 +96,11 @@ TEST(GrammarMatcher, TailRecursionKeepsStacksShort) {
 
 namespace {
 
-// A tiny vocabulary: token i has text kPieces[i]; 9 is end-of-generation, 10 has no bytes.
-const std::vector<std::string> kPieces = {"{", "\"", "a", "ab\"", "\":", "1", "12}", "}", " ", "</s>", "", "\xC3", "\xA9", "é"};
+// A tiny vocabulary: token i has text kPieces[i]; 9 is end-of-generation, 10 has no bytes, 14 is
+// a control token whose text the grammar would take.
+const std::vector<std::string> kPieces = {"{", "\"", "a", "ab\"", "\":", "1", "12}", "}", " ", "</s>", "", "\xC3", "\xA9", "é", "1"};
 const std::vector<int32_t> kEog = {9};
+const std::vector<int32_t> kControl = {9, 14};
 
 std::vector<int32_t> allowed_by_mask(GrammarStage& stage) {
     CandidateList list;
@@ -122,7 +124,7 @@ std::vector<int32_t> allowed_one_by_one(GrammarStage& stage) {
 }  // namespace
 
 TEST(GrammarStage, MasksATinyVocabularyStepByStep) {
-    GrammarStage stage(grammar("root ::= \"{\" \"\\\"\" [a-zé]+ \"\\\":\" [0-9]+ \"}\""), kPieces, kEog);
+    GrammarStage stage(grammar("root ::= \"{\" \"\\\"\" [a-zé]+ \"\\\":\" [0-9]+ \"}\""), kPieces, kEog, kControl);
     const std::vector<std::pair<int32_t, std::vector<int32_t>>> steps = {
         {0, {0}},               // {
         {1, {1}},               // "
@@ -140,9 +142,10 @@ TEST(GrammarStage, MasksATinyVocabularyStepByStep) {
 }
 
 TEST(GrammarStage, AcceptingAForbiddenTokenThrows) {
-    GrammarStage stage(grammar("root ::= \"1\"+"), kPieces, kEog);
+    GrammarStage stage(grammar("root ::= \"1\"+"), kPieces, kEog, kControl);
     EXPECT_THROW(stage.accept(9), tessel::Error);   // cannot end before a digit
     EXPECT_THROW(stage.accept(10), tessel::Error);  // no bytes
+    EXPECT_THROW(stage.accept(14), tessel::Error);  // a control token
     EXPECT_THROW(stage.accept(0), tessel::Error);
     stage.accept(5);
     stage.accept(9);
