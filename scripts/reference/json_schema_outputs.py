@@ -8,7 +8,7 @@ limit is far above what the schemas allow, so a run that stops at it fails too.
 
     "$(scripts/pyenv.sh reference)" scripts/reference/json_schema_outputs.py --tessel build/bin/tessel [--seeds 20]
 
-CTest runs it as cli.json_schema_outputs (label smollm2) through run-reference.sh.
+CTest runs it as smollm2.json_schema_outputs (label smollm2) through run-reference.sh.
 """
 import argparse
 import concurrent.futures
@@ -92,16 +92,18 @@ def generate(tessel, model, prompt, schema, temp, seed, n_predict):
            "-t", "1", "--json-schema", json.dumps(schema)]
     if model:
         cmd += ["-m", str(model)]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    return cmd, r
+    return cmd, subprocess.run(cmd, capture_output=True, timeout=300)
 
 
 def check(name, spec, temp, seed, out):
     cmd, r = out
     where = f"{name} temp={temp} seed={seed}"
     if r.returncode != 0:
-        return f"{where}: exit {r.returncode}: {r.stderr.strip()[-400:]}"
-    text = r.stdout.rstrip("\n")
+        return f"{where}: exit {r.returncode}: {r.stderr.decode(errors='replace').strip()[-400:]}"
+    try:
+        text = r.stdout.decode().rstrip("\n")
+    except UnicodeDecodeError as e:
+        return f"{where}: not UTF-8 ({e}): {r.stdout!r}"
     try:
         value = json.loads(text)
     except json.JSONDecodeError as e:
@@ -134,7 +136,7 @@ def main():
                 failures.append(problem)
                 print("FAIL", problem)
             elif temp == 0.0 or seed == 1:
-                print(f"ok {name} temp={temp} seed={seed}: {future.result()[1].stdout.strip()}")
+                print(f"ok {name} temp={temp} seed={seed}: {future.result()[1].stdout.decode().strip()}")
     print(f"{len(runs) - len(failures)} of {len(runs)} outputs valid")
     return 1 if failures else 0
 

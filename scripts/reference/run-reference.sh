@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # CTest's runner of the Python checks in scripts/reference/ (smollm2.quant_aware: quant_aware.py;
-# cli.json_schema_outputs: json_schema_outputs.py): runs SCRIPT with ARGS by the python of the
+# smollm2.json_schema_outputs: json_schema_outputs.py): runs SCRIPT with ARGS by the python of the
 # reference venv in $TESSEL_REFERENCE_PYTHON (scripts/test.sh sets it from `scripts/pyenv.sh
 # reference`). Without it the check fails under CI=true and otherwise exits 77, which CTest
 # reports as not run.

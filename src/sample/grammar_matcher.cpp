@@ -36,17 +36,21 @@ ByteStep utf8_step(Utf8Partial& partial, uint8_t byte, uint32_t& cp) {
             cp = byte;
             return ByteStep::CodePoint;
         }
-        if ((byte & 0xE0) == 0xC0) partial = {byte & 0x1Fu, 1};
-        else if ((byte & 0xF0) == 0xE0) partial = {byte & 0x0Fu, 2};
-        else if ((byte & 0xF8) == 0xF0) partial = {byte & 0x07u, 3};
+        if (byte >= 0xC2 && byte <= 0xDF) partial = {byte & 0x1Fu, 1, 0x80};
+        else if ((byte & 0xF0) == 0xE0) partial = {byte & 0x0Fu, 2, 0x800};
+        else if (byte >= 0xF0 && byte <= 0xF4) partial = {byte & 0x07u, 3, 0x10000};
         else return ByteStep::Invalid;
         return ByteStep::Pending;
     }
     if ((byte & 0xC0) != 0x80) return ByteStep::Invalid;
     partial.value = (partial.value << 6) | (byte & 0x3Fu);
-    if (--partial.remaining > 0) return ByteStep::Pending;
+    --partial.remaining;
+    if (partial.lo() > partial.hi()) return ByteStep::Invalid;  // overlong or past U+10FFFF
+    if (partial.min == 0x800 && partial.remaining == 1 && (partial.value >> 5) == 0x1B)
+        return ByteStep::Invalid;  // ED A0..BF: a surrogate U+D800..U+DFFF
+    if (partial.remaining > 0) return ByteStep::Pending;
     cp = partial.value;
-    partial.value = 0;
+    partial = {};
     return ByteStep::CodePoint;
 }
 
@@ -104,9 +108,7 @@ void GrammarWalker::advance(const StackSet& in, uint32_t cp, StackSet& out) {
 }
 
 bool GrammarWalker::partial_possible(const StackSet& set, const Utf8Partial& partial) const {
-    const uint32_t shift = 6u * partial.remaining;
-    const uint32_t lo = partial.value << shift;
-    const uint32_t hi = lo | ((1u << shift) - 1);
+    const uint32_t lo = partial.lo(), hi = partial.hi();
     for (size_t i = 0; i < set.size(); ++i) {
         const auto s = set[i];
         if (!s.empty() && grammar_->charsets[grammar_->elements[s.back()].index].intersects(lo, hi)) return true;

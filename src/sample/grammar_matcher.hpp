@@ -9,6 +9,7 @@
 // character split across tokens are held as a partial code point until the character completes.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -36,16 +37,24 @@ private:
 };
 
 /// A UTF-8 character whose first bytes have been seen: `value` holds their payload bits,
-/// `remaining` the continuation bytes still due (0: none pending).
+/// `remaining` the continuation bytes still due (0: none pending), `min` the smallest code point
+/// its length may encode (shorter forms are overlong, hence invalid).
 struct Utf8Partial {
     uint32_t value = 0;
     uint8_t remaining = 0;
+    uint32_t min = 0;
+
+    /// The code points the character can still become: [lo, hi], empty when lo > hi.
+    uint32_t lo() const { return std::max(value << (6u * remaining), min); }
+    uint32_t hi() const { return std::min((value << (6u * remaining)) | ((1u << (6u * remaining)) - 1), 0x10FFFFu); }
 };
 
 /// Result of feeding one byte: a code point completed, more bytes needed, or invalid UTF-8.
 enum class ByteStep { CodePoint, Pending, Invalid };
 
-/// Feeds `byte` to `partial`; on CodePoint, `cp` is the completed code point and `partial` is clear.
+/// Feeds `byte` to `partial`; on CodePoint, `cp` is the completed code point and `partial` is
+/// clear. Invalid: a stray continuation byte, a bad lead byte, an overlong form, a surrogate or a
+/// code point past U+10FFFF (RFC 3629), so no byte token can spell ASCII in disguise.
 ByteStep utf8_step(Utf8Partial& partial, uint8_t byte, uint32_t& cp);
 
 /// Pure functions of the grammar: stack expansion and advancing over code points.

@@ -85,6 +85,19 @@ TEST(GrammarMatcher, Utf8SplitAcrossPieces) {
     EXPECT_FALSE(m.check("\xEA"));  // U+A000 and up: past the class
 }
 
+TEST(GrammarMatcher, InvalidUtf8NeverMatches) {
+    // Overlong forms of '[' and '/', a surrogate, a lead byte past U+10FFFF, a stray continuation.
+    const std::string any = "root ::= .*";
+    for (const char* bad : {"\xE0\x81\x9B", "\xC1\x9B", "\xC0\xAF", "\xF0\x80\x81\x9B", "\xED\xA0\x80", "\xF5\x80\x80\x80",
+                            "\xF4\x90\x80\x80", "\x80"}) {
+        GrammarMatcher m(grammar(any));
+        EXPECT_FALSE(m.accept(bad)) << bad;
+    }
+    GrammarMatcher m(grammar("root ::= \"[\""));
+    EXPECT_FALSE(m.check("\xE0"));  // no 3-byte character is '['
+    EXPECT_TRUE(matches(any, "\xED\x9F\xBF\xEE\x80\x80\xF4\x8F\xBF\xBF"));  // U+D7FF, U+E000, U+10FFFF
+}
+
 TEST(GrammarMatcher, TailRecursionKeepsStacksShort) {
     GrammarMatcher m(grammar("root ::= item\nitem ::= \"a\" item | \"b\""));
     for (int i = 0; i < 10000; ++i) ASSERT_TRUE(m.accept("a"));
