@@ -56,7 +56,7 @@ std::string constrained_argmax_text(const std::string& prompt, const std::vector
 
 CliResult run(std::vector<std::string> extra) {
     std::vector<std::string> args = {"run", "-m", test::smollm2_path().string(), "-p", "The capital of France is",
-                                     "-n", "32", "--temp", "0", "-t", "1"};
+                                     "-n", "32", "--temp", "0", "-t", "1", "--no-chat"};
     args.insert(args.end(), extra.begin(), extra.end());
     return run_tessel(args);
 }
