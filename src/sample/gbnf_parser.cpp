@@ -1,5 +1,6 @@
 #include "sample/gbnf_parser.hpp"
 
+#include <algorithm>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -48,6 +49,7 @@ private:
     std::unordered_map<std::string, uint32_t> ids_;
     std::vector<CharSet> charsets_;
     size_t n_elements_ = 0;
+    uint32_t depth_ = 0;  // groups open at pos_
 
     // "LINE:COLUMN" of a source offset, 1-based, columns in code points.
     std::string location(size_t offset) const {
@@ -170,11 +172,14 @@ private:
         }
         if (c == '(') {
             const size_t start = pos_++;
+            if (++depth_ > kMaxGrammarNesting)
+                fail_at(start, "groups nested deeper than " + std::to_string(kMaxGrammarNesting));
             skip_space(true);
             std::vector<Sequence> alternatives = parse_alternatives(rule, true);
             skip_space(true);
             if (peek() != ')') fail("expected ')' to close the group opened at " + location(start));
             ++pos_;
+            --depth_;
             if (alternatives.size() == 1) return std::move(alternatives[0]);
             return {Symbol{Symbol::Kind::Rule, new_rule(rule, start, std::move(alternatives))}};
         }
@@ -360,7 +365,7 @@ private:
     }
 
     // A rule reachable from itself through leading elements that can all match "" would make
-    // top-down expansion loop.
+    // top-down expansion loop; a long chain of them would make it recurse too deep.
     void check_left_recursion() const {
         std::vector<char> nullable(rules_.size(), 0);
         for (bool changed = true; changed;) {
@@ -381,6 +386,7 @@ private:
         }
         // Depth-first search over "may start with" edges: 0 unvisited, 1 on the path, 2 done.
         std::vector<char> state(rules_.size(), 0);
+        std::vector<uint32_t> chain(rules_.size(), 0);  // longest run of "may start with" edges
         std::vector<std::pair<uint32_t, size_t>> path;  // (rule, next edge index)
         std::vector<std::vector<uint32_t>> edges(rules_.size());
         for (size_t r = 0; r < rules_.size(); ++r)
@@ -397,6 +403,13 @@ private:
             while (!path.empty()) {
                 auto& [r, next] = path.back();
                 if (next == edges[r].size()) {
+                    // Every rule r may start with is done: its chain is one longer than theirs.
+                    for (const uint32_t to : edges[r]) chain[r] = std::max(chain[r], chain[to] + 1);
+                    if (chain[r] > kMaxLeftChain)
+                        fail_at(rules_[r].where, "rule '" + rules_[r].name + "' starts with a chain of over " +
+                                                     std::to_string(kMaxLeftChain) +
+                                                     " rules (nested groups, or a long repetition of something that "
+                                                     "can match \"\")");
                     state[r] = 2;
                     path.pop_back();
                     continue;

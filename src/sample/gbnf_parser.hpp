@@ -19,12 +19,16 @@ namespace tessel::sample {
 /// (x{0,100000} takes about 4 per repetition), and the largest repetition count.
 inline constexpr size_t kMaxGrammarElements = size_t{1} << 21;
 inline constexpr uint32_t kMaxRepetition = 100000;
+/// Bounds on the parser's and the matcher's recursion: groups inside groups, and a chain of
+/// rules each starting with the next (through elements that can match "").
+inline constexpr uint32_t kMaxGrammarNesting = 1000;
+inline constexpr uint32_t kMaxLeftChain = 2000;
 
 /// Parses `text`. Throws tessel::Error (InvalidArgument) "grammar:LINE:COLUMN: ..." (1-based,
 /// columns in code points) naming what was expected: an undefined rule (at its first use), a rule
 /// defined twice, no `root` rule, an unclosed literal or class, a bad escape or repetition,
-/// invalid UTF-8, a grammar past kMaxGrammarElements, or a left-recursive rule (at its
-/// definition: the matcher expands rules top-down, so `a ::= a "x"` would never end).
+/// invalid UTF-8, a grammar past kMaxGrammarElements or the nesting limits, or a left-recursive
+/// rule (at its definition: the matcher expands rules top-down, so `a ::= a "x"` would never end).
 Grammar parse_gbnf(std::string_view text);
 
 }  // namespace tessel::sample

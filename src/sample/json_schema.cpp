@@ -88,6 +88,8 @@ private:
     std::vector<std::pair<std::string, std::string>> rules_;  // in creation order
     std::set<std::string> names_;
     std::map<std::string, std::string> refs_;  // $ref target pointer -> its rule
+    static constexpr int kMaxDepth = 100;       // schemas inside schemas (bounds the recursion)
+    int depth_ = 0;
 
     std::string primitive(const std::string& name) {
         if (names_.insert(name).second) {
@@ -137,6 +139,13 @@ private:
     }
 
     std::string visit(const Json& s, const std::string& pointer, const std::string& hint) {
+        if (++depth_ > kMaxDepth) unsupported(pointer, "a schema nested deeper than " + std::to_string(kMaxDepth));
+        const std::string out = visit_schema(s, pointer, hint);
+        --depth_;
+        return out;
+    }
+
+    std::string visit_schema(const Json& s, const std::string& pointer, const std::string& hint) {
         if (s.is_boolean()) {
             if (s.get<bool>()) return primitive("json-value");
             unsupported(pointer, "the schema 'false' (it matches nothing)");

@@ -120,6 +120,8 @@ private:
     std::string_view p_;
     std::string pointer_;
     size_t i_ = 0;
+    static constexpr int kMaxDepth = 100;  // groups inside groups (bounds the recursion)
+    int depth_ = 0;
 
     [[noreturn]] void unsupported(const std::string& what) const {
         throw Error(ErrorCode::Unsupported, "json schema: pattern " + what + " (at offset " + std::to_string(i_) +
@@ -233,6 +235,7 @@ private:
     std::string atom() {
         const char c = p_[i_];
         if (c == '(') {
+            if (++depth_ > kMaxDepth) unsupported("groups nested deeper than " + std::to_string(kMaxDepth));
             ++i_;
             if (more() && p_[i_] == '?') {
                 if (i_ + 1 < p_.size() && p_[i_ + 1] == ':') i_ += 2;
@@ -241,6 +244,7 @@ private:
             std::string inner = alternation();
             if (!more() || p_[i_] != ')') fail("expected ')'");
             ++i_;
+            --depth_;
             return "(" + inner + ")";
         }
         if (c == '[') return char_class();

@@ -117,6 +117,17 @@ TEST(GbnfParser, LeftRecursionIsAnErrorAtLoad) {
               "grammar:1:22: rule 'root-3' is left-recursive (root-3 -> root-3); rewrite it with repetition");
 }
 
+TEST(GbnfParser, NestingIsBounded) {
+    EXPECT_EQ(error_of("root ::= " + std::string(1001, '(') + "\"a\"" + std::string(1001, ')')),
+              "grammar:1:1010: groups nested deeper than 1000");
+    EXPECT_EQ(parse_gbnf("root ::= " + std::string(1000, '(') + "\"a\"" + std::string(1000, ')')).rules.size(), 1u);
+    // Each optional-chain rule starts with the next when the repeated item can match "".
+    EXPECT_EQ(error_of("root ::= (\"a\"?){0,3000}"),
+              "grammar:1:16: rule 'root-2002' starts with a chain of over 2000 rules (nested groups, or a long "
+              "repetition of something that can match \"\")");
+    EXPECT_NO_THROW(parse_gbnf("root ::= (\"a\"?){0,1000}"));
+}
+
 TEST(GbnfParser, RepetitionBounds) {
     // A large bounded repetition expands to about 4 elements per repetition, within the limit.
     const Grammar g = parse_gbnf("root ::= [a]{0,100000}");

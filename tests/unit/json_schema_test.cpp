@@ -145,6 +145,11 @@ TEST(JsonSchema, ErrorsNameThePositionOrPointer) {
               "json schema: pattern group '(?' (at offset 2 of '/pattern') is not supported");
     EXPECT_EQ(error_of(R"({"type":"array","minItems":3,"maxItems":2})", ErrorCode::InvalidArgument),
               "json schema: '' has minItems > maxItems");
+    std::string deep = "true";
+    for (int i = 0; i < 101; ++i) deep = R"({"items":)" + deep + "}";
+    EXPECT_TRUE(error_of(deep, ErrorCode::Unsupported).starts_with("json schema: a schema nested deeper than 100 at '/items/items"));
+    EXPECT_EQ(error_of(R"({"pattern":")" + std::string(101, '(') + "a" + std::string(101, ')') + R"("})", ErrorCode::Unsupported),
+              "json schema: pattern groups nested deeper than 100 (at offset 100 of '/pattern') is not supported");
     EXPECT_EQ(error_of(R"({"type":"integer","minimum":5})", ErrorCode::Unsupported),
               "json schema: 'minimum' other than 0 on an integer at '/minimum' is not supported");
 }
