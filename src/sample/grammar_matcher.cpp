@@ -8,6 +8,7 @@ namespace tessel::sample {
 void StackSet::clear() {
     data_.clear();
     ends_.clear();
+    hashes_.clear();
 }
 
 std::span<const uint32_t> StackSet::operator[](size_t i) const {
@@ -15,13 +16,18 @@ std::span<const uint32_t> StackSet::operator[](size_t i) const {
     return {data_.data() + begin, ends_[i] - begin};
 }
 
-void StackSet::add(std::span<const uint32_t> stack) {
+bool StackSet::add(std::span<const uint32_t> stack) {
+    uint64_t hash = 0xcbf29ce484222325ull ^ stack.size();  // FNV-1a over the positions
+    for (const uint32_t v : stack) hash = (hash ^ v) * 0x100000001b3ull;
     for (size_t i = 0; i < size(); ++i) {
+        if (hashes_[i] != hash) continue;
         const auto s = (*this)[i];
-        if (s.size() == stack.size() && std::equal(s.begin(), s.end(), stack.begin())) return;
+        if (s.size() == stack.size() && std::equal(s.begin(), s.end(), stack.begin())) return false;
     }
     data_.insert(data_.end(), stack.begin(), stack.end());
     ends_.push_back(static_cast<uint32_t>(data_.size()));
+    hashes_.push_back(hash);
+    return true;
 }
 
 bool StackSet::has_empty() const {
@@ -69,6 +75,7 @@ void GrammarWalker::expand(std::vector<uint32_t>& stack, StackSet& out) {
         out.add(stack);
         return;
     }
+    if (!expanded_.add(stack)) return;  // its stacks are in `out` already
     stack.pop_back();
     if (el.kind == GrammarElement::Kind::End) {
         expand(stack, out);
@@ -87,6 +94,7 @@ void GrammarWalker::expand(std::vector<uint32_t>& stack, StackSet& out) {
 
 void GrammarWalker::start(StackSet& out) {
     out.clear();
+    expanded_.clear();
     scratch_.clear();
     for (const uint32_t alt : grammar_->rules[grammar_->root].alternatives) {
         scratch_.assign(1, alt);
@@ -96,6 +104,7 @@ void GrammarWalker::start(StackSet& out) {
 
 void GrammarWalker::advance(const StackSet& in, uint32_t cp, StackSet& out) {
     out.clear();
+    expanded_.clear();
     for (size_t i = 0; i < in.size(); ++i) {
         const auto s = in[i];
         if (s.empty()) continue;

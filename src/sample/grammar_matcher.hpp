@@ -20,20 +20,22 @@
 
 namespace tessel::sample {
 
-/// A set of stacks stored back to back (no allocation once warm); add() drops duplicates.
+/// A set of stacks stored back to back (no allocation once warm).
 class StackSet {
 public:
     void clear();
     bool empty() const { return ends_.empty(); }
     size_t size() const { return ends_.size(); }
     std::span<const uint32_t> operator[](size_t i) const;
-    void add(std::span<const uint32_t> stack);
+    /// Adds `stack` unless the set holds it already; returns whether it was added.
+    bool add(std::span<const uint32_t> stack);
     /// True when some stack is empty (the grammar may end here).
     bool has_empty() const;
 
 private:
     std::vector<uint32_t> data_;
     std::vector<uint32_t> ends_;  // stack i is data_[ends_[i-1] .. ends_[i])
+    std::vector<uint64_t> hashes_;  // of each stack, to compare only likely equal ones
 };
 
 /// A UTF-8 character whose first bytes have been seen: `value` holds their payload bits,
@@ -74,6 +76,10 @@ public:
 private:
     std::shared_ptr<const Grammar> grammar_;
     std::vector<uint32_t> scratch_;
+    // Stacks expanded since start() or advance() began: a stack reached again (after "" matched
+    // along two paths) is not expanded twice, so ambiguous grammars cost no more than their
+    // distinct stacks (without it, ("" | "" | "y"){600} took 2^600 steps).
+    StackSet expanded_;
 
     void expand(std::vector<uint32_t>& stack, StackSet& out);
 };

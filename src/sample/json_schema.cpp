@@ -345,16 +345,18 @@ std::string gbnf_literal(std::string_view bytes) {
 }  // namespace sample
 
 std::string json_schema_to_grammar(std::string_view schema_json) {
-    sample::Json doc;
-    try {
-        doc = sample::Json::parse(schema_json);
-    } catch (const nlohmann::json::parse_error& e) {
-        std::string what = e.what();
+    // nlohmann's messages start with "[json.exception.<kind>.<id>] "; the rest names the position.
+    const auto message = [](const nlohmann::json::exception& e) {
+        const std::string what = e.what();
         const size_t skip = what.find("] ");
-        throw Error(ErrorCode::InvalidArgument,
-                    "json schema: " + (skip == std::string::npos ? what : what.substr(skip + 2)));
+        return "json schema: " + (skip == std::string::npos ? what : what.substr(skip + 2));
+    };
+    try {
+        const sample::Json doc = sample::Json::parse(schema_json);
+        return sample::Converter(doc).run();
+    } catch (const nlohmann::json::exception& e) {  // parse errors, numbers out of range
+        throw Error(ErrorCode::InvalidArgument, message(e));
     }
-    return sample::Converter(doc).run();
 }
 
 }  // namespace tessel

@@ -98,6 +98,21 @@ TEST(GrammarMatcher, InvalidUtf8NeverMatches) {
     EXPECT_TRUE(matches(any, "\xED\x9F\xBF\xEE\x80\x80\xF4\x8F\xBF\xBF"));  // U+D7FF, U+E000, U+10FFFF
 }
 
+TEST(GrammarMatcher, AmbiguousEmptyMatchesStayLinear) {
+    // Each copy matches "" in two ways: without merging equal stacks the start state alone would
+    // be 2^200 expansions. One stack per copy that may take the next "y", and the one that ended.
+    GrammarMatcher m(grammar("root ::= (\"\" | \"\" | \"y\"){200}"));
+    EXPECT_EQ(m.stacks().size(), 201u);
+    EXPECT_TRUE(m.can_end());
+    EXPECT_TRUE(m.accept(std::string(200, 'y')));
+    EXPECT_FALSE(m.check("y"));
+    // Duplicated alternatives nested 40 deep: 2^40 paths to the same stack.
+    std::string nested = "root ::= r0\n";
+    for (int i = 0; i < 40; ++i) nested += "r" + std::to_string(i) + " ::= r" + std::to_string(i + 1) + " | r" + std::to_string(i + 1) + "\n";
+    nested += "r40 ::= \"z\"\n";
+    EXPECT_TRUE(matches(nested, "z"));
+}
+
 TEST(GrammarMatcher, TailRecursionKeepsStacksShort) {
     GrammarMatcher m(grammar("root ::= item\nitem ::= \"a\" item | \"b\""));
     for (int i = 0; i < 10000; ++i) ASSERT_TRUE(m.accept("a"));

@@ -130,6 +130,8 @@ TEST(JsonSchema, ErrorsNameThePositionOrPointer) {
     EXPECT_EQ(error_of("{\"type\": \"object\",\n \"properties\": {\"a\" 1}}", ErrorCode::InvalidArgument),
               "json schema: parse error at line 2, column 21: syntax error while parsing object separator - "
               "unexpected number literal; expected ':'");
+    EXPECT_EQ(error_of(R"({"const": 1e999})", ErrorCode::InvalidArgument),
+              "json schema: number overflow parsing '1e999'");
     EXPECT_EQ(error_of(R"({"properties":{"a":{"type":"string","format":"date"}}})", ErrorCode::Unsupported),
               "json schema: keyword 'format' at '/properties/a/format' is not supported");
     EXPECT_EQ(error_of(R"({"allOf":[{}]})", ErrorCode::Unsupported),
