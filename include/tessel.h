@@ -376,20 +376,24 @@ typedef struct tessel_sampler_params {
      * creation; a stage left out does not run (none: NULL, 0). Unused with mirostat. */
     const int32_t* samplers;
     size_t n_samplers;
+    /* GBNF text the output must match (NUL-terminated, copied at creation); NULL or "" = none.
+     * Needs the vocabulary: tessel_sampler_new_for_model. A bad grammar: INVALID_ARGUMENT
+     * "grammar:LINE:COLUMN: ...". tessel_json_schema_to_grammar converts a JSON schema. */
+    const char* grammar;
 } tessel_sampler_params;
 
 /* llama.cpp's CLI defaults: temp 0.8, top_k 40, top_p 0.95, min_p 0.05, repeat_penalty 1,
  * repeat_last_n 64, presence and frequency penalties 0, seed TESSEL_RANDOM_SEED, no logit bias,
  * typical_p 1, top_n_sigma -1, xtc 0 / 0.1, dry 0 / 1.75 / 2 / -1 with breakers "\n", ":",
  * "\"", "*" (static storage), mirostat 0 / 5 / 0.1, samplers in llama.cpp's default order
- * (penalties, DRY, top-n-sigma, top-k, typical-p, top-p, min-p, XTC, temperature; static storage). */
+ * (penalties, DRY, top-n-sigma, top-k, typical-p, top-p, min-p, XTC, temperature; static storage); no grammar. */
 TESSEL_API tessel_sampler_params tessel_sampler_default_params(void);
 
 /* A sampler over n_vocab tokens (params NULL: the defaults). INVALID_ARGUMENT naming the field
  * out of range, for n_vocab <= 0, or for DRY on with sequence breakers (they need the texts of
  * the tokens: use tessel_sampler_new_for_model). */
 TESSEL_API tessel_status tessel_sampler_new(const tessel_sampler_params* params, int32_t n_vocab, tessel_sampler** sampler);
-/* A sampler over model's vocabulary, which DRY's sequence breakers use. Errors as
+/* A sampler over model's vocabulary, which DRY's sequence breakers and the grammar use. Errors as
  * tessel_sampler_new; the sampler does not keep the model. */
 TESSEL_API tessel_status tessel_sampler_new_for_model(const tessel_sampler_params* params, const tessel_model* model,
                                                       tessel_sampler** sampler);
@@ -398,12 +402,24 @@ TESSEL_API void tessel_sampler_free(tessel_sampler* sampler);
  * record it: call tessel_sampler_accept for the token used. INVALID_ARGUMENT for a NaN or +inf
  * logit, or when every logit is -inf (also after the logit bias). */
 TESSEL_API tessel_status tessel_sampler_sample(tessel_sampler* sampler, const float* logits, int32_t* token);
-/* Records `token` (0..n_vocab-1) in the penalty and DRY history. */
+/* Records `token` (0..n_vocab-1) in the penalty and DRY history and advances the grammar over
+ * it (INVALID_ARGUMENT, nothing recorded, when the grammar cannot take it). */
 TESSEL_API tessel_status tessel_sampler_accept(tessel_sampler* sampler, int32_t token);
-/* Clears the history, restarts Mirostat and the random generator from the seed. */
+/* Clears the history, restarts Mirostat, the grammar and the random generator from the seed. */
 TESSEL_API tessel_status tessel_sampler_reset(tessel_sampler* sampler);
 /* The seed in use (the drawn one for TESSEL_RANDOM_SEED); 0 for NULL. */
 TESSEL_API uint32_t tessel_sampler_seed(const tessel_sampler* sampler);
+/* As tessel_sampler_accept without advancing the grammar: for prompt tokens (the grammar
+ * constrains the output only). */
+TESSEL_API tessel_status tessel_sampler_accept_prompt(tessel_sampler* sampler, int32_t token);
+/* Restarts the grammar only (a new reply of a chat); nothing else changes. */
+TESSEL_API tessel_status tessel_sampler_reset_grammar(tessel_sampler* sampler);
+/* The GBNF grammar (tessel_sampler_params.grammar) of the JSON values that the JSON schema
+ * schema[0..schema_len) describes, into buf (Buffers above); the keywords of tessel/sampling.hpp's
+ * json_schema_to_grammar. INVALID_ARGUMENT for malformed JSON (naming line and column) or a
+ * malformed schema, UNSUPPORTED for a keyword it does not convert (naming its JSON pointer). */
+TESSEL_API tessel_status tessel_json_schema_to_grammar(const char* schema, size_t schema_len, char* buf, size_t buf_size,
+                                                       size_t* n_needed);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Create (or reuse) a pinned Python venv and print its python path on stdout (progress on stderr):
 #
-#   scripts/pyenv.sh reference   numpy + gguf (scripts/requirements-reference.txt): the float64
+#   scripts/pyenv.sh reference   numpy + gguf + jsonschema (scripts/requirements-reference.txt): the float64
 #                                references (scripts/reference/); CI builds it in a few seconds
 #   scripts/pyenv.sh [xcheck]    the above plus llama-cpp-python (scripts/requirements-xcheck.txt):
 #                                regenerating tests/data/ against llama.cpp; never built by CI

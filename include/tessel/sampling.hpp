@@ -67,6 +67,15 @@
 // Candidate order, wherever an order matters (top-k, top-p, the draw): descending logit, lower
 // token id first on equal logits, so results do not depend on the C++ library's sort.
 //
+// Grammar (SamplerParams::grammar, GBNF; llama.cpp's `--grammar`): the output must match it. A
+// token may come next when its bytes continue the grammar (several elements at once, or part of
+// a UTF-8 character); an end-of-generation token when the grammar can end; a control token or
+// one with no bytes never. As llama.cpp's common sampler: the chain picks a token from the raw
+// logits, and when the grammar refuses it, the chain runs again on logits where every refused
+// token is -inf (Mirostat's mu as before the first pass; the RNG goes on). accept() advances the
+// grammar. Grammars match top-down (a left-recursive rule is a load error); JSON schemas convert
+// to grammars with json_schema_to_grammar().
+//
 // Random numbers: one std::mt19937 seeded with seed() gives every random choice, in chain order
 // (XTC's draw, then the final or Mirostat's draw), each u = r * 2^-32 in [0, 1) from one output
 // r (tessel's own mapping; the std:: distributions differ between standard libraries). An off
@@ -147,9 +156,14 @@ struct SamplerParams {
     std::vector<SamplerStage> samplers = {SamplerStage::Penalties, SamplerStage::Dry,   SamplerStage::TopNSigma,
                                           SamplerStage::TopK,      SamplerStage::TypicalP, SamplerStage::TopP,
                                           SamplerStage::MinP,      SamplerStage::Xtc,   SamplerStage::Temperature};
+    /// GBNF text the output must match (syntax: llama.cpp's grammars/README.md; src/sample/
+    /// gbnf_parser.hpp); empty = none. Needs a SamplerVocab (or the model). A bad grammar throws
+    /// tessel::Error (InvalidArgument) "grammar:LINE:COLUMN: ..." from the constructor.
+    std::string grammar;
 };
 
-/// What the vocabulary-aware stages need of a model's vocabulary (DRY's sequence breakers).
+/// What the vocabulary-aware stages need of a model's vocabulary (DRY's sequence breakers, the
+/// grammar).
 /// Sampler(params, const Model&) builds one from a model; tests and other callers may fill it.
 struct SamplerVocab {
     /// pieces[id]: the bytes of token id, special tokens as their text (Model::token_to_piece
@@ -157,6 +171,9 @@ struct SamplerVocab {
     std::vector<std::string> pieces;
     /// End-of-generation token ids (Model::is_eog), ascending.
     std::vector<int32_t> eog;
+    /// Control tokens (their piece is empty with special = false), ascending: a grammar never
+    /// allows them, except the end-of-generation ones when it can end.
+    std::vector<int32_t> control;
     /// Text -> token ids, no special tokens added or parsed (Model::tokenize(text, false,
     /// false)). Used only while a Sampler is constructed (the tails of multi-token sequence
     /// breakers); may be empty, and then a breaker matches only tokens containing all of it.
@@ -168,8 +185,9 @@ struct SamplerVocab {
 class TESSEL_API Sampler {
 public:
     /// Throws tessel::Error (InvalidArgument) naming the field when a parameter is out of range,
-    /// when n_vocab <= 0, or when DRY is on with sequence breakers (their texts need a vocabulary:
-    /// use another constructor, or clear dry_sequence_breakers to match repeats of ids only).
+    /// when n_vocab <= 0, or when DRY is on with sequence breakers or a grammar is set (their
+    /// texts need a vocabulary: use another constructor, or clear dry_sequence_breakers to match
+    /// repeats of ids only).
     Sampler(const SamplerParams& params, int32_t n_vocab);
     /// A sampler over vocab.pieces.size() tokens, with the vocabulary the DRY breakers need.
     /// Throws like the constructor above (n_vocab = vocab.pieces.size()).
@@ -189,17 +207,22 @@ public:
     /// Picks a token from `logits` (n_vocab floats, logits[i] for token id i; -inf marks a
     /// banned token). Does not record the token: call accept() for the token actually used.
     /// Throws tessel::Error (InvalidArgument) when logits.size() != n_vocab, when a logit is
-    /// NaN or +inf, or when every logit is -inf (also after the logit bias).
+    /// NaN or +inf, or when every logit is -inf (also after the logit bias, or under the grammar).
     int32_t sample(std::span<const float> logits);
 
     /// Records `token` in the penalty and DRY histories (the last repeat_last_n and
-    /// dry_penalty_last_n accepted tokens). Throws tessel::Error (InvalidArgument) when token is
-    /// not in [0, n_vocab).
-    void accept(int32_t token);
+    /// dry_penalty_last_n accepted tokens) and, when `advance_grammar`, advances the grammar over
+    /// it (pass false for prompt tokens: the grammar constrains the output only). Throws
+    /// tessel::Error (InvalidArgument) when token is not in [0, n_vocab), or when the grammar
+    /// cannot take it (nothing is recorded then).
+    void accept(int32_t token, bool advance_grammar = true);
 
-    /// Clears the histories, restarts Mirostat's mu and the RNG from seed(): the next draws
-    /// repeat the first ones.
+    /// Clears the histories, restarts Mirostat's mu, the grammar and the RNG from seed(): the
+    /// next draws repeat the first ones.
     void reset();
+
+    /// Restarts the grammar only (a new reply of a chat); no-op without a grammar.
+    void reset_grammar();
 
     /// The seed in use: params.seed, or the random one drawn for kRandomSeed.
     uint32_t seed() const;
@@ -210,5 +233,19 @@ private:
     struct State;
     std::unique_ptr<State> state_;
 };
+
+/// GBNF text (SamplerParams::grammar) for the JSON values `schema_json` describes, as llama.cpp's
+/// `--json-schema`. Keywords: type (object, array, string, number, integer, boolean, null, or a
+/// list of them), enum, const, anyOf, oneOf, $ref within the document, properties, required,
+/// additionalProperties (false, true or a schema; when absent: allowed only if there are no
+/// properties), items, minItems, maxItems, minLength, maxLength, pattern (a regular-expression
+/// subset: literals, classes, `.`, \d \w \s, groups, `|`, quantifiers), minimum 0 on integers;
+/// annotations (title, description, default, $defs, ...) are ignored. Objects list their
+/// properties in the schema's order; oneOf is treated as anyOf; numbers have at most 16
+/// integral and 16 fraction digits; whitespace between tokens is at most 12 of [ \t\n].
+/// Throws tessel::Error: InvalidArgument for malformed JSON (naming line and column) or a
+/// malformed schema (naming its JSON pointer); Unsupported naming any other keyword (or
+/// construct of a pattern) and its JSON pointer.
+TESSEL_API std::string json_schema_to_grammar(std::string_view schema_json);
 
 }  // namespace tessel

@@ -163,6 +163,7 @@ class SamplerParams(ctypes.Structure):
         ("mirostat_eta", ctypes.c_float),
         ("samplers", ctypes.POINTER(ctypes.c_int32)),
         ("n_samplers", ctypes.c_size_t),
+        ("grammar", ctypes.c_char_p),
     ]
 
 
@@ -217,6 +218,9 @@ _SIGNATURES = {
     "tessel_sampler_accept": (c_status, [vp, i32]),
     "tessel_sampler_reset": (c_status, [vp]),
     "tessel_sampler_seed": (ctypes.c_uint32, [vp]),
+    "tessel_sampler_accept_prompt": (c_status, [vp, i32]),
+    "tessel_sampler_reset_grammar": (c_status, [vp]),
+    "tessel_json_schema_to_grammar": (c_status, [char_p, sz, ctypes.c_char_p, sz, P(sz)]),
 }
 
 TESSEL_OK = 0

@@ -59,6 +59,7 @@ SamplerParams to_cpp(const tessel_sampler_params& p) {
                                                         std::to_string(p.samplers[i]) + " is invalid (expected 0..8)");
         sp.samplers.push_back(static_cast<SamplerStage>(p.samplers[i]));
     }
+    if (p.grammar) sp.grammar = p.grammar;
     return sp;
 }
 
@@ -95,6 +96,7 @@ tessel_sampler_params tessel_sampler_default_params(void) {
     p.mirostat_eta = d.mirostat_eta;
     p.samplers = kDefaultOrder;
     p.n_samplers = std::size(kDefaultOrder);
+    p.grammar = nullptr;
     return p;
 }
 
@@ -142,5 +144,27 @@ tessel_status tessel_sampler_reset(tessel_sampler* sampler) {
 }
 
 uint32_t tessel_sampler_seed(const tessel_sampler* sampler) { return sampler ? sampler->sampler.seed() : 0; }
+
+tessel_status tessel_sampler_accept_prompt(tessel_sampler* sampler, int32_t token) {
+    return guard(__func__, [&] {
+        require(sampler, "sampler");
+        sampler->sampler.accept(token, /*advance_grammar=*/false);
+    });
+}
+
+tessel_status tessel_sampler_reset_grammar(tessel_sampler* sampler) {
+    return guard(__func__, [&] {
+        require(sampler, "sampler");
+        sampler->sampler.reset_grammar();
+    });
+}
+
+tessel_status tessel_json_schema_to_grammar(const char* schema, size_t schema_len, char* buf, size_t buf_size,
+                                            size_t* n_needed) {
+    return guard(__func__, [&] {
+        require(schema, "schema");
+        capi::write_text(json_schema_to_grammar(std::string_view(schema, schema_len)), buf, buf_size, n_needed);
+    });
+}
 
 }  // extern "C"

@@ -12,6 +12,7 @@ SamplerVocab Sampler::vocab_for(const Model& model) {
     for (int32_t id = 0; id < n; ++id) {
         v.pieces.push_back(model.token_to_piece(id, /*special=*/true));
         if (model.is_eog(id)) v.eog.push_back(id);
+        if (!v.pieces.back().empty() && model.token_to_piece(id, /*special=*/false).empty()) v.control.push_back(id);
     }
     v.tokenize = [&model](std::string_view text) { return model.tokenize(text, false, false); };
     return v;

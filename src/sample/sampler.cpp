@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -10,6 +11,8 @@
 #include "sample/candidates.hpp"
 #include "sample/draw.hpp"
 #include "sample/dry.hpp"
+#include "sample/gbnf_parser.hpp"
+#include "sample/grammar_stage.hpp"
 #include "sample/history.hpp"
 #include "sample/logit_bias.hpp"
 #include "sample/mirostat.hpp"
@@ -102,6 +105,10 @@ void validate(const SamplerParams& p, int32_t n_vocab, bool has_vocab) {
     for (size_t i = 0; i < p.dry_sequence_breakers.size(); ++i)
         if (p.dry_sequence_breakers[i].empty())
             bad_param("dry_sequence_breakers[" + std::to_string(i) + "]", "\"\"", "a non-empty string");
+    if (!p.grammar.empty() && !has_vocab)
+        throw Error(ErrorCode::InvalidArgument,
+                    "sampler: a grammar needs the vocabulary's token texts: construct the Sampler with the model (or a "
+                    "SamplerVocab)");
     if (dry_on(p) && !p.dry_sequence_breakers.empty() && !has_vocab)
         throw Error(ErrorCode::InvalidArgument,
                     "sampler: dry_sequence_breakers need the vocabulary's token texts: construct the Sampler with the "
@@ -146,6 +153,7 @@ struct Sampler::State {
     sample::CandidateList list;    // reused between calls
     std::vector<double> weights;   // reused between calls
     sample::DryScratch dry_scratch;
+    std::unique_ptr<sample::GrammarStage> grammar;  // null without SamplerParams::grammar
 
     State(const SamplerParams& p, int32_t n, const SamplerVocab* vocab)
         : params(p),
@@ -158,9 +166,13 @@ struct Sampler::State {
           greedy_skips(greedy_skips_truncations(p)),
           mu(2.0 * static_cast<double>(p.mirostat_tau)) {
         if (dry && vocab) breakers = sample::DryBreakers(p.dry_sequence_breakers, *vocab);
+        if (!p.grammar.empty() && vocab)
+            grammar = std::make_unique<sample::GrammarStage>(std::make_shared<const sample::Grammar>(sample::parse_gbnf(p.grammar)),
+                                                             vocab->pieces, vocab->eog, vocab->control);
     }
 
     int32_t sample_mirostat();
+    int32_t run_chain(std::span<const float> logits, bool constrained);
 };
 
 Sampler::Sampler(const SamplerParams& params, int32_t n_vocab) {
@@ -188,38 +200,52 @@ int32_t Sampler::State::sample_mirostat() {
 
 int32_t Sampler::sample(std::span<const float> logits) {
     State& s = *state_;
-    const SamplerParams& p = s.params;
     if (logits.size() != static_cast<size_t>(s.n_vocab))
         throw Error(ErrorCode::InvalidArgument, std::string("sampler: got ") + std::to_string(logits.size()) +
                                                     " logits, expected n_vocab = " + std::to_string(s.n_vocab));
-    sample::CandidateList& list = s.list;
+    if (!s.grammar) return s.run_chain(logits, false);
+    // Most picks satisfy the grammar: check the one picked, mask the whole list only when refused.
+    const double mu = s.mu;
+    const int32_t first = s.run_chain(logits, false);
+    if (s.grammar->allows(first)) return first;
+    s.mu = mu;
+    return s.run_chain(logits, true);
+}
+
+// The chain of include/tessel/sampling.hpp; `constrained`: tokens the grammar refuses are -inf.
+int32_t Sampler::State::run_chain(std::span<const float> logits, bool constrained) {
+    const SamplerParams& p = params;
     list.assign(logits);
+    if (constrained) {
+        grammar->mask(list);
+        list.require_finite(" under the grammar");
+    }
     if (!p.logit_bias.empty()) {
         sample::apply_logit_bias(list, p.logit_bias);
         list.require_finite(" after the logit bias");
     }
-    if (p.mirostat != 0) return s.sample_mirostat();
+    if (p.mirostat != 0) return sample_mirostat();
 
-    const bool skip_truncations = p.temp <= 0.0f && s.greedy_skips;
+    const bool skip_truncations = p.temp <= 0.0f && greedy_skips;
     for (const SamplerStage stage : p.samplers) {
         if (skip_truncations && is_truncation(stage)) continue;
         switch (stage) {
         case SamplerStage::Penalties:
-            if (s.penalize)
-                sample::apply_penalties(list, s.history.last(sample::window_capacity(p.repeat_last_n)),
+            if (penalize)
+                sample::apply_penalties(list, history.last(sample::window_capacity(p.repeat_last_n)),
                                         {p.repeat_penalty, p.frequency_penalty, p.presence_penalty});
             break;
         case SamplerStage::Dry:
-            if (s.dry)
-                sample::apply_dry(list, s.history.last(sample::window_capacity(p.dry_penalty_last_n)),
-                                  {p.dry_multiplier, p.dry_base, p.dry_allowed_length}, s.breakers, s.dry_scratch);
+            if (dry)
+                sample::apply_dry(list, history.last(sample::window_capacity(p.dry_penalty_last_n)),
+                                  {p.dry_multiplier, p.dry_base, p.dry_allowed_length}, breakers, dry_scratch);
             break;
         case SamplerStage::TopNSigma: sample::top_n_sigma(list, p.top_n_sigma); break;
         case SamplerStage::TopK: sample::top_k(list, p.top_k); break;
-        case SamplerStage::TypicalP: sample::typical_p(list, p.typical_p, s.weights); break;
-        case SamplerStage::TopP: sample::top_p(list, p.top_p, s.weights); break;
+        case SamplerStage::TypicalP: sample::typical_p(list, p.typical_p, weights); break;
+        case SamplerStage::TopP: sample::top_p(list, p.top_p, weights); break;
         case SamplerStage::MinP: sample::min_p(list, p.min_p); break;
-        case SamplerStage::Xtc: sample::xtc(list, p.xtc_probability, p.xtc_threshold, s.rng, s.weights); break;
+        case SamplerStage::Xtc: sample::xtc(list, p.xtc_probability, p.xtc_threshold, rng, weights); break;
         case SamplerStage::Temperature:
             if (p.temp > 0.0f) sample::apply_temperature(list, p.temp);
             break;
@@ -228,14 +254,15 @@ int32_t Sampler::sample(std::span<const float> logits) {
     if (p.temp <= 0.0f) return list.items[sample::argmax(list)].id;
 
     list.sort();
-    const double total = sample::softmax_weights(list, s.weights);
-    return list.items[sample::pick_weighted(s.weights, total, sample::uniform01(s.rng))].id;
+    const double total = sample::softmax_weights(list, weights);
+    return list.items[sample::pick_weighted(weights, total, sample::uniform01(rng))].id;
 }
 
-void Sampler::accept(int32_t token) {
+void Sampler::accept(int32_t token, bool advance_grammar) {
     if (token < 0 || token >= state_->n_vocab)
         throw Error(ErrorCode::InvalidArgument, std::string("sampler: accepted token ") + std::to_string(token) +
                                                     " is outside [0, " + std::to_string(state_->n_vocab) + ")");
+    if (advance_grammar && state_->grammar) state_->grammar->accept(token);
     state_->history.push(token);
 }
 
@@ -243,6 +270,11 @@ void Sampler::reset() {
     state_->history.clear();
     state_->rng.seed(state_->seed);
     state_->mu = 2.0 * static_cast<double>(state_->params.mirostat_tau);
+    reset_grammar();
+}
+
+void Sampler::reset_grammar() {
+    if (state_->grammar) state_->grammar->reset();
 }
 
 uint32_t Sampler::seed() const { return state_->seed; }

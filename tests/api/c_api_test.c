@@ -4,7 +4,7 @@
  *   - tokenization equals llama.cpp's ids; detokenizing, whole and streamed, gives the text back;
  *   - the logits equal the C++ API's bit for bit, their top-1 is llama.cpp's, and a full vector
  *     is within the NMSE bound of tests/smollm2/smollm2_test.cpp (kMaxNmse);
- *   - greedy tokens through the sampler chain equal the C++ API's;
+ *   - greedy tokens through the sampler chain equal the C++ API's; a grammar forces its text;
  *   - a KV cache edit (seq_rm) then the same decode gives the same logits; seq_cp shares a prefix;
  *   - the chat template renders what the model's Jinja template renders (the SmolLM2 rows of
  *     tests/unit/chat_template_test.cpp, printed by scripts/check_chat_templates.py);
@@ -485,6 +485,52 @@ static void test_decode(tessel_model* m, const Expect* e) {
         bp.logit_bias = &outside;
         CHECK(tessel_sampler_new_for_model(&bp, m, &bs) == TESSEL_ERROR_INVALID_ARGUMENT, "logit bias token n_vocab");
         CHECK(strstr(tessel_last_error(), "logit_bias[0].token") != NULL, "last error '%s'", tessel_last_error());
+    }
+
+    /* A grammar: the output is "Paris" whatever the logits (the prompt's, reused at each step);
+     * prompt tokens do not advance it. A JSON schema converts to a grammar text. */
+    {
+        tessel_sampler_params gp = tessel_sampler_default_params();
+        gp.temp = 0.0f;
+        gp.grammar = "root ::= \"Paris\"";
+        tessel_sampler* gs = NULL;
+        CHECK(tessel_sampler_new(&gp, V, &gs) == TESSEL_ERROR_INVALID_ARGUMENT && gs == NULL, "grammar without a vocabulary");
+        MUST(tessel_sampler_new_for_model(&gp, m, &gs));
+        MUST(tessel_sampler_accept_prompt(gs, prompt->v[0]));
+        CHECK(tessel_sampler_accept(gs, argmax(l, V) == 0 ? 1 : 0) == TESSEL_ERROR_INVALID_ARGUMENT, "token 0/1 accepted");
+        char out[64] = "";
+        size_t n_out = 0;
+        for (int step = 0; step < 10; ++step) {
+            int32_t t = -1;
+            MUST(tessel_sampler_sample(gs, l, &t));
+            MUST(tessel_sampler_accept(gs, t));
+            if (tessel_token_is_eog(m, t)) break;
+            char piece[32];
+            size_t n_piece = 0;
+            MUST(tessel_detokenize(m, &t, 1, false, piece, sizeof piece, &n_piece));
+            if (n_out + n_piece < sizeof out) memcpy(out + n_out, piece, n_piece + 1);
+            n_out += n_piece;
+        }
+        CHECK(!strcmp(out, "Paris"), "grammar output '%s'", out);
+        MUST(tessel_sampler_reset_grammar(gs));
+        int32_t t = -1;
+        MUST(tessel_sampler_sample(gs, l, &t));
+        CHECK(!tessel_token_is_eog(m, t), "end of generation right after reset_grammar");
+        tessel_sampler_free(gs);
+        gp.grammar = "root ::= [a";
+        CHECK(tessel_sampler_new_for_model(&gp, m, &gs) == TESSEL_ERROR_INVALID_ARGUMENT, "bad grammar");
+        CHECK(strstr(tessel_last_error(), "grammar:1:10: unclosed character class") != NULL, "last error '%s'", tessel_last_error());
+
+        const char* schema = "{\"enum\": [1, \"a\"]}";
+        char g[256];
+        size_t n_g = 0;
+        CHECK(tessel_json_schema_to_grammar(schema, strlen(schema), g, 4, &n_g) == TESSEL_ERROR_BUFFER_TOO_SMALL,
+              "small buffer");
+        MUST(tessel_json_schema_to_grammar(schema, strlen(schema), g, sizeof g, &n_g));
+        CHECK(!strcmp(g, "root ::= \"1\" | \"\\\"a\\\"\"\n") && n_g == strlen(g), "schema grammar '%s'", g);
+        CHECK(tessel_json_schema_to_grammar("{\"type\":", 8, g, sizeof g, &n_g) == TESSEL_ERROR_INVALID_ARGUMENT,
+              "truncated schema");
+        CHECK(strstr(tessel_last_error(), "line 1, column 9") != NULL, "last error '%s'", tessel_last_error());
     }
 
     /* Greedy through the sampler chain: the C++ API's tokens. */

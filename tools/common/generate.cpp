@@ -34,7 +34,7 @@ GenerateStats generate(tessel::Context& ctx, const Model& model, Sampler& sample
         ctx.decode(batch);
         n_past += static_cast<int32_t>(b1 - b0);
     }
-    for (int32_t t : prompt) sampler.accept(t);
+    for (int32_t t : prompt) sampler.accept(t, /*advance_grammar=*/false);  // a grammar constrains the output only
     st.n_prompt = static_cast<int64_t>(prompt.size());
     st.t_prompt = seconds_since(t0);
 

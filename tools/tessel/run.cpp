@@ -199,6 +199,7 @@ void chat(const RunOptions& o) {
         Printer print(model, o.print_special);
         std::vector<int32_t> generated;
         const std::vector<int32_t> fresh(all.begin() + static_cast<std::ptrdiff_t>(keep), all.end());
+        sampler.reset_grammar();  // each reply matches the grammar on its own
         const auto st = tools::generate(ctx, *model, sampler, fresh, n_past, generate_params(o), [&](int32_t t) {
             print(t);
             generated.push_back(t);

@@ -150,6 +150,26 @@ std::string unescape(const std::string& in) {
     return out;
 }
 
+// A flag's value turned into GBNF text (read from a file, converted from a JSON schema) and
+// parsed, so a bad grammar is a flag error (exit 2) before the model loads. The parse is the
+// Sampler's own, over a one-token vocabulary.
+CLI::Validator grammar_from(bool file, bool json_schema) {
+    return CLI::Validator(
+        [file, json_schema](std::string& in) -> std::string {
+            try {
+                if (file) in = read_text_file(in);
+                if (json_schema) in = json_schema_to_grammar(in);
+                SamplerParams p;
+                p.grammar = in;
+                Sampler(p, SamplerVocab{{"x"}, {}, {}, {}});
+                return {};
+            } catch (const Error& e) {
+                return e.what();
+            }
+        },
+        file ? "FILE" : json_schema ? "SCHEMA" : "GBNF");
+}
+
 }  // namespace
 
 void add_sampling_options(CLI::App& cmd, SamplerParams& s) {
@@ -225,6 +245,21 @@ void add_sampling_options(CLI::App& cmd, SamplerParams& s) {
            "--seed", [&s](const int64_t& v) { s.seed = v == -1 ? kRandomSeed : static_cast<uint32_t>(v); },
            "RNG seed (-1: random, the default)")
         ->check(CLI::Range(int64_t{-1}, int64_t{std::numeric_limits<uint32_t>::max()}));
+    // The grammar: one of four flags (llama.cpp's), exclusive.
+    const auto set = [&s](const std::string& gbnf) { s.grammar = gbnf; };
+    CLI::Option* flags[] = {
+        cmd.add_option_function<std::string>("--grammar", set, "GBNF grammar the output must match (llama.cpp's syntax)")
+            ->transform(grammar_from(false, false)),
+        cmd.add_option_function<std::string>("--grammar-file", set, "File holding a GBNF grammar the output must match")
+            ->transform(grammar_from(true, false)),
+        cmd.add_option_function<std::string>("-j,--json-schema", set, "JSON schema the output must match (as JSON text)")
+            ->transform(grammar_from(false, true)),
+        cmd.add_option_function<std::string>("--json-schema-file", set, "File holding a JSON schema the output must match (also -jf)")
+            ->transform(grammar_from(true, true)),
+    };
+    for (CLI::Option* a : flags)
+        for (CLI::Option* b : flags)
+            if (a != b) a->excludes(b);
 }
 
 Sampler make_sampler(const SamplerParams& s, const Model& model) {
