@@ -60,7 +60,7 @@ def test_greedy_matches_cpp_api(model, expect):
 
 def test_greedy_matches_tessel_run(model, model_path, expect, cli):
     n = 24
-    run = subprocess.run([cli, "run", "-m", model_path, "-p", expect["prompt_text"], "-n", str(n), "--temp", "0"],
+    run = subprocess.run([cli, "run", "-m", model_path, "-p", expect["prompt_text"], "-n", str(n), "--temp", "0", "--no-chat"],
                          capture_output=True, check=False)
     assert run.returncode == 0, run.stderr.decode(errors="replace")
     pieces = list(tessel.generate(model, expect["prompt_text"], n_predict=n, temp=0))
