@@ -17,7 +17,8 @@
 #      the library with libFuzzer's coverage instrumentation (compute kernels, tools and tests
 #      excepted: cmake/fuzz_coverage_ignorelist.txt), libFuzzer linked into the fuzz targets; the
 #      four fuzzers (GGUF reader, model load, tokenizer, Jinja interpreter) run TESSEL_FUZZ_SECONDS each (default 30: four of them take about as long as the sanitizer tests beside them),
-#      one after the other on one core, while the unit, GGUF, test-ops, model, CLI, NPU and C API tests run
+#      one after the other on one core, while the unit, GGUF, test-ops, model, CLI (but the text-generating
+#      PromptCli, CliSampling, CliGrammar), NPU and C API tests run
 #      there; a crashing input is kept in build-san/artifacts/
 #   4. ThreadSanitizer tree (build-tsan/): only test_tsan (thread pool, the CPU backend's graph walk,
 #      NPU device pool, NPU in-process link), which links only the layers it tests (no model, tokenizer, runtime or
@@ -128,7 +129,9 @@ run_fuzzers &
 fuzz_pid=$!
 # a failed test run stops the fuzzers too (the running one is the loop's child)
 trap 'pkill -P "$fuzz_pid" 2>/dev/null || true; kill "$fuzz_pid" 2>/dev/null || true; rm -rf "$work"' EXIT
-(cd build-san && run_ctest -L '^(unit|gguf|ops|model|cli|npu|api)$')
+# The CLI suites that only generate text with the default model (prompt handling, samplers, grammar) run in
+# release only: under the sanitizers their code is covered by the unit tests and the CLI error and chat tests.
+(cd build-san && run_ctest -L '^(unit|gguf|ops|model|cli|npu|api)$' -E '^(PromptCli|CliSampling|CliGrammar)\.')
 wait "$fuzz_pid"
 for f in "${fuzzers[@]}"; do
   echo "-- $f: $(grep -E '^#[0-9]+[[:space:]]+DONE' "$work/$f.log" | sed -E 's/^#([0-9]+)[[:space:]]+DONE +/\1 runs, /' || true)"

@@ -110,6 +110,7 @@ TEST_F(CliErrors, EmptyPromptIsAnArgumentError) {
 
 // Sampling values outside the sampler's domain are flag errors: exit 2, one line naming the flag.
 TEST_F(CliErrors, BadSamplingValueNamesTheFlag) {
+    const std::string model = tiny("m.gguf");
     for (const auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{
              {"--top-k", "-5"}, {"--top-p", "2"}, {"--temp", "nan"}, {"--repeat-penalty", "0"}, {"--seed", "-2"},
              {"--repeat-last-n", "-2"}, {"--typical", "1.5"}, {"--top-nsigma", "inf"}, {"--xtc-probability", "-0.1"},
@@ -117,7 +118,7 @@ TEST_F(CliErrors, BadSamplingValueNamesTheFlag) {
              {"--dry-penalty-last-n", "-2"}, {"--dry-sequence-breaker", ""}, {"--mirostat", "3"}, {"--mirostat-lr", "nan"},
              {"--mirostat-ent", "-1"}, {"--logit-bias", "15043"}, {"--logit-bias", "15043+inf"}, {"--logit-bias", "x-1"},
              {"--logit-bias", "15043*2"}, {"--logit-bias", "49152+1"}, {"--samplers", "top_k;foo"}, {"--sampling-seq", "kq"}}) {
-        const CliResult r = run_tessel({"run", "-m", tiny("m.gguf"), "-p", "hi", flag, value});
+        const CliResult r = run_tessel({"run", "-m", model, "-p", "hi", flag, value});
         EXPECT_EQ(r.exit_code, 2) << flag << " " << value << ": " << r.err;
         const auto lines = r.err_lines();
         ASSERT_EQ(lines.size(), 1u) << r.err;
