@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/utf8_encode.hpp"
+
 namespace tessel::vocab {
 
 /// Length in bytes (1..4) of the valid UTF-8 sequence at the start of `s`, or 0 when `s` is empty
@@ -28,7 +30,6 @@ size_t utf8_complete_prefix(std::string_view s);
 /// 0xE0..0xEF 3, 0xF0..0xFF 4. Callers clip it to the bytes left.
 size_t utf8_lead_length(unsigned char lead);
 
-/// Appends the UTF-8 encoding of code point `cp` (at most U+10FFFF) to `out`.
-void utf8_append(std::string& out, uint32_t cp);
+using tessel::utf8_append;  // core/utf8_encode.hpp
 
 }  // namespace tessel::vocab

@@ -9,23 +9,16 @@
 #include <vector>
 
 #include "sample/candidates.hpp"
+#include "unit/sampling_test_util.hpp"
 #include "sample/truncation.hpp"
 
 using namespace tessel::sample;
 
 namespace {
 
-CandidateList make_list(const std::vector<float>& logits) {
-    CandidateList list;
-    list.assign(logits);
-    return list;
-}
+using test::make_list;
+using test::ids;
 
-std::vector<int32_t> ids(const CandidateList& list) {
-    std::vector<int32_t> out;
-    for (const Candidate& c : list.items) out.push_back(c.id);
-    return out;
-}
 
 std::vector<int32_t> sorted_ids(const CandidateList& list) {
     std::vector<int32_t> out = ids(list);

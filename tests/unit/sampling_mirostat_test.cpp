@@ -8,17 +8,15 @@
 #include <vector>
 
 #include "sample/candidates.hpp"
+#include "unit/sampling_test_util.hpp"
 #include "sample/mirostat.hpp"
 
 using namespace tessel::sample;
 
 namespace {
 
-CandidateList make_list(const std::vector<float>& logits) {
-    CandidateList list;
-    list.assign(logits);
-    return list;
-}
+using test::make_list;
+
 
 // Index picked by u over `weights` (the cumulative-sum rule of the draw).
 size_t pick(const std::vector<double>& weights, double u) {

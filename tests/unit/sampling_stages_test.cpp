@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "sample/candidates.hpp"
+#include "unit/sampling_test_util.hpp"
 #include "sample/draw.hpp"
 #include "sample/history.hpp"
 #include "sample/penalties.hpp"
@@ -16,17 +17,9 @@ using namespace tessel::sample;
 
 namespace {
 
-CandidateList make_list(const std::vector<float>& logits) {
-    CandidateList list;
-    list.assign(logits);
-    return list;
-}
+using test::make_list;
+using test::ids;
 
-std::vector<int32_t> ids(const CandidateList& list) {
-    std::vector<int32_t> out;
-    for (const Candidate& c : list.items) out.push_back(c.id);
-    return out;
-}
 
 std::vector<float> logits_of(const CandidateList& list) {
     std::vector<float> out;
