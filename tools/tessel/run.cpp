@@ -244,7 +244,7 @@ void add_run_commands(CLI::App& app) {
         cmd->add_option("-r,--reverse-prompt", o->reverse_prompts, "Stop generating when the output ends with this text (repeatable)")
             ->allow_extra_args(false);
         CLI::Option* esc = cmd->add_flag("-e,--escape", o->escape, "Decode \\n \\t \\\" \\\\ \\xHH ... in -p, -sys, -r (default: on)");
-        cmd->add_flag("--no-escape{false}", o->escape, "Take -p, -sys, -r as written")->excludes(esc);
+        cmd->add_flag_callback("--no-escape", [o] { o->escape = false; }, "Take -p, -sys, -r as written")->excludes(esc);
         if (!interactive) {
             CLI::Option* p = cmd->add_option("-p,--prompt", o->prompt, "Prompt text");
             CLI::Option* f = cmd->add_option("-f,--file", o->prompt_file, "Read the prompt from a file (taken as written)")->excludes(p);
@@ -257,8 +257,8 @@ void add_run_commands(CLI::App& app) {
             on->excludes(off);
             off->excludes(on)->excludes(sys);
             for (CLI::Option* t : tmpl) off->excludes(t);
-            cmd->add_flag("--no-parse-special{false}", o->parse_special,
-                          "Read special-token text in a raw prompt (e.g. <|im_start|>) as plain text");
+            cmd->add_flag_callback("--no-parse-special", [o] { o->parse_special = false; },
+                                   "Read special-token text in a raw prompt (e.g. <|im_start|>) as plain text");
             cmd->callback([o, p, f] {
                 if (p->count() == 0 && f->count() == 0) throw CLI::RequiredError("run: -p PROMPT or -f FILE");
                 process_escapes(*o);

@@ -78,8 +78,8 @@ void add_tokenize_command(CLI::App& app) {
     cmd->add_option("-p,--prompt", opts->prompt, "Text to tokenize")->required();
     cmd->add_flag("--ids", opts->ids, "Print only the ids, as [1, 2, 3]");
     cmd->add_flag("--no-bos", opts->no_bos, "Do not add BOS even when the vocabulary asks for it");
-    cmd->add_flag("--no-parse-special{false}", opts->parse_special,
-                  "Read special-token text (e.g. <|im_end|>) as plain text; by default it becomes those tokens, as llama-tokenize");
+    cmd->add_flag_callback("--no-parse-special", [opts] { opts->parse_special = false; },
+                           "Read special-token text (e.g. <|im_end|>) as plain text; by default it becomes those tokens, as llama-tokenize");
     cmd->callback([opts] {
         ModelParams params;
         params.vocab_only = true;
