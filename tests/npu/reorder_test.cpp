@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <unordered_set>
@@ -16,8 +17,11 @@
 #include "cpu/threadpool.hpp"
 #include "graph/builder.hpp"
 #include "graph/builder_attn.hpp"
+#include "npu/host/config.hpp"
+#include "npu/host/device.hpp"
 #include "npu/host/reorder.hpp"
 #include "support/host_graph.hpp"
+#include "tessel/errors.hpp"
 
 namespace tessel::npu {
 namespace {
@@ -119,6 +123,25 @@ struct Qkv {
         g.expand(v);
     }
 };
+
+TEST(NpuReorder, TheBackendReordersUnlessTesselNpuReorderIs0) {
+    for (const char* value : {"0", "1"}) {
+        setenv("TESSEL_NPU_REORDER", value, 1);
+        const Config cfg = config_from_env();
+        EXPECT_EQ(cfg.reorder, value[0] == '1');
+        NpuDevice dev(0, cfg);
+        auto backend = dev.init_backend({});
+        Qkv m;
+        m.expand_separated();
+        std::vector<Tensor*> order = m.g.nodes();
+        backend->graph_optimize(order);
+        EXPECT_EQ(names(order)[3], value[0] == '1' ? "k" : "q.s") << "TESSEL_NPU_REORDER=" << value;
+    }
+    setenv("TESSEL_NPU_REORDER", "yes", 1);
+    EXPECT_THROW(config_from_env(), Error);
+    unsetenv("TESSEL_NPU_REORDER");
+    EXPECT_TRUE(config_from_env().reorder) << "on by default";
+}
 
 TEST(NpuReorder, QkvMatmulsSeparatedByOtherNodesAreStacked) {
     Qkv m;
