@@ -69,13 +69,15 @@ void expect_topological(const std::vector<Tensor*>& input, const std::vector<Ten
 }
 
 // Runs `order` on the reference kernels over fresh leaf values (I64 leaves: row ids 1, 3, 5, 7,
-// 1, ...); returns every tensor's bytes.
+// 1, ...; I32 leaves: expert ids 0, 1, 2, 3, 0, ...); returns every tensor's bytes.
 std::vector<std::vector<uint8_t>> run(Graph& g, const std::vector<Tensor*>& order) {
     for (Tensor* l : g.leaves()) {
         if (l->type == DType::F32)
             test::HostMemory::fill(*l, [l](int64_t i) { return std::sin(0.37f * static_cast<float>(i) + static_cast<float>(l->name.size())); });
         if (l->type == DType::I64)
             for (int64_t i = 0; i < l->n_elements(); ++i) static_cast<int64_t*>(l->data)[i] = (2 * i + 1) % 8;
+        if (l->type == DType::I32)
+            for (int64_t i = 0; i < l->n_elements(); ++i) static_cast<int32_t*>(l->data)[i] = static_cast<int32_t>(i % 4);
     }
     cpu::ThreadPool pool(1);
     for (Tensor* n : order) pool.run_parts(1, [n](cpu::ThreadContext& part) { cpu::ref::compute(*n, part); });
@@ -163,6 +165,21 @@ TEST(NpuReorder, MatmulsReadingTheSameBytesThroughDifferentViewsAreStacked) {
     g.expand(named(build::mul_mat(g, leaf(g, "w2", {K, 8}, true), xb), "m2"));
     const Reordered r = reorder(g);
     EXPECT_EQ(names(r.order), (std::vector<std::string>{"m1", "m2", "f0"}));
+}
+
+TEST(NpuReorder, MulMatIdsStackOnlyWithTheSameActivationsAndIds) {
+    Graph g;
+    Tensor* x = leaf(g, "x", {K, 1, T});
+    Tensor* ids = g.new_tensor(DType::I32, {2, T}, "ids");
+    Tensor* other_ids = g.new_tensor(DType::I32, {2, T}, "other_ids");
+    g.expand(named(build::mul_mat_id(g, leaf(g, "gate_exps", {K, 8, 4}, true), x, ids), "gate"));
+    g.expand(filler(g, 0));
+    g.expand(named(build::mul_mat(g, leaf(g, "w", {K, 8}, true), x), "plain"));  // MUL_MAT: another op
+    g.expand(named(build::mul_mat_id(g, leaf(g, "down_exps", {K, 8, 4}, true), x, other_ids), "other"));
+    g.expand(named(build::mul_mat_id(g, leaf(g, "up_exps", {K, 8, 4}, true), x, ids), "up"));
+    const Reordered r = reorder(g);
+    EXPECT_EQ(names(r.order), (std::vector<std::string>{"gate", "up", "f0", "plain", "other"}));
+    EXPECT_EQ(r.moved, 1u);
 }
 
 TEST(NpuReorder, NothingMovesWhenNoMatmulsShareAnInput) {
