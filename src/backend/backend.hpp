@@ -92,7 +92,9 @@ public:
         synchronize();
         t.buffer->get_tensor(t, dst, offset, size);
     }
-    /// Reorders `nodes` for speed without changing any result (default: keeps the order).
+    /// Reorders `nodes` for speed without changing any result (default: keeps the order). The
+    /// scheduler calls it on each split's nodes (views included) once per allocation, before it
+    /// plans compute memory: only leaves (weights, caches) have buffers then.
     virtual void graph_optimize(std::vector<Tensor*>& nodes) { (void)nodes; }
     /// Name of the kernel that ran node t in this stream's last graph_compute, e.g. "ref" (the
     /// reference kernel) or "q4_0_q8_0_gemv_1x8_avx2"; "" when t did not run in it. Shown by test-ops.

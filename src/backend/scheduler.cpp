@@ -107,6 +107,15 @@ void Scheduler::allocate(Graph& g) {
         splits_.back().nodes.push_back(n);
     }
 
+    // 2b. each backend reorders its splits' nodes (Backend::graph_optimize) before memory is
+    //     planned, so the liveness plan follows the order the nodes run in.
+    std::vector<Tensor*> order;
+    order.reserve(g.nodes().size());
+    for (Split& s : splits_) {
+        s.backend->graph_optimize(s.nodes);
+        order.insert(order.end(), s.nodes.begin(), s.nodes.end());
+    }
+
     // 3. inputs without memory (leaves the caller fills) go to host memory
     size_t host_bytes = 0;
     BufferType& host_type = compute_type(*cpu_);
@@ -129,18 +138,18 @@ void Scheduler::allocate(Graph& g) {
         }
     }
 
-    // 4. compute buffers per backend, planned over the whole node order
+    // 4. compute buffers per backend, planned over the whole node order (as reordered)
     for (Backend* b : backends_) {
         BufferType& bt = compute_type(*b);
         auto mine = [&](const Tensor& t) {
             auto it = assignment_.find(&t);
             return it != assignment_.end() && it->second == b && !t.view_src && !op_is_view(t.op);
         };
-        AllocPlan plan = plan_allocation(g.nodes(), mine, [&](const Tensor& t) { return bt.alloc_size(t); }, bt.alignment());
+        AllocPlan plan = plan_allocation(order, mine, [&](const Tensor& t) { return bt.alloc_size(t); }, bt.alignment());
         if (plan.offset.empty()) continue;
         auto buf = bt.alloc_buffer(plan.size);
         buf->set_usage(BufferUsage::Compute);
-        for (Tensor* n : g.nodes())
+        for (Tensor* n : order)
             if (plan.offset.count(n)) {
                 buf->init_tensor(*n, plan.offset.at(n));
                 placed_.push_back(n);

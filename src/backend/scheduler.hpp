@@ -11,12 +11,15 @@
 //     The CPU backend (required, last) supports every op, so a node an accelerator declines
 //     always runs on the CPU — never an abort;
 //  2. cuts the node list into splits of consecutive nodes on one backend (views follow their
-//     source and compute nothing);
+//     source and compute nothing), and lets each split's backend reorder the split's nodes
+//     (Backend::graph_optimize, e.g. the NPU stacking matmuls that share an input) — once per
+//     allocate, so every compute() of the allocation (and each split's uid) runs that order;
 //  3. for every split input stored where the split's device cannot read it, makes a copy in
 //     that backend's buffer type (copied at the start of the split; a view input gets a copy of
 //     its storage owner and a view into it), pointing the reading node at the copy until
 //     release();
-//  4. plans each backend's compute buffer with the liveness allocator and places the nodes;
+//  4. plans each backend's compute buffer with the liveness allocator over the reordered nodes
+//     and places them;
 //     leaves without a buffer (inputs) are placed in host memory. The CPU's compute memory comes
 //     from the first accelerator whose device answers proc("cpu_compute_buffer_type") (an NPU
 //     with TESSEL_NPU_HOSTBUF=1), so that device reads the CPU's results without copies.

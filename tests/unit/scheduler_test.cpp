@@ -3,6 +3,7 @@
 // the CPU and give the same results as a CPU-only run.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -61,8 +62,12 @@ public:
     void synchronize() override {}
     void event_record(Event&) override { ++events_recorded; }
     void event_wait(Event& e) override { e.synchronize(); }
+    void graph_optimize(std::vector<Tensor*>& nodes) override {
+        if (optimize) optimize(nodes);
+    }
     int events_recorded = 0;
     std::vector<Tensor*> computed;
+    std::function<void(std::vector<Tensor*>&)> optimize;  // graph_optimize's reorder (none: keep)
 
 private:
     FakeDevice& dev_;
@@ -344,4 +349,47 @@ TEST(Scheduler, AllocatingTwiceReusesTheGraphSafely) {
     sg.set_inputs();
     s.compute();
     EXPECT_EQ(sg.result(), run_cpu_only());
+}
+
+// Each split's backend reorders its nodes once per allocate (not per compute); the compute buffer
+// is planned over the new order: t3, moved first, must not get t1's bytes, which the original
+// order frees for it once t2 has read t1.
+TEST(Scheduler, GraphOptimizeReordersASplitBeforeItsMemoryIsPlanned) {
+    FakeDevice fake({Op::ADD, Op::SCALE});
+    auto fb = fake.init_backend({});
+    auto& f = static_cast<FakeBackend&>(*fb);
+    auto cpu = cpu::cpu_device().init_backend({1});
+    Graph g;
+    Tensor* x = g.new_tensor(DType::F32, {64, 4}, "x");
+    Tensor* b = g.new_tensor(DType::F32, {64, 4}, "b");
+    Tensor* t1 = build::add(g, x, b);
+    Tensor* t2 = build::scale(g, t1, 2.0f);
+    Tensor* t3 = build::add(g, x, x);
+    Tensor* out = build::add(g, t2, t3);
+    out->flags |= kFlagOutput;
+    g.expand(out);
+    ASSERT_EQ(g.nodes(), (std::vector<Tensor*>{t1, t2, t3, out}));
+    int calls = 0;
+    f.optimize = [&](std::vector<Tensor*>& nodes) {
+        ++calls;
+        const auto it = std::find(nodes.begin(), nodes.end(), t3);
+        std::rotate(nodes.begin(), it, it + 1);
+    };
+    Scheduler s({fb.get(), cpu.get()});
+    s.allocate(g);
+    EXPECT_EQ(calls, 1);
+    ASSERT_EQ(s.splits().size(), 1u);
+    EXPECT_EQ(s.splits()[0].nodes, (std::vector<Tensor*>{t3, t1, t2, out}));
+    std::vector<float> xs(64 * 4), bs(64 * 4);
+    for (size_t i = 0; i < xs.size(); ++i) xs[i] = 0.5f * static_cast<float>(i) - 3.0f, bs[i] = 1.0f / static_cast<float>(i + 1);
+    for (int step = 0; step < 2; ++step) {
+        x->buffer->set_tensor(*x, xs.data(), 0, xs.size() * 4);
+        b->buffer->set_tensor(*b, bs.data(), 0, bs.size() * 4);
+        s.compute();
+        std::vector<float> r(xs.size());
+        out->buffer->get_tensor(*out, r.data(), 0, r.size() * 4);
+        for (size_t i = 0; i < r.size(); ++i) ASSERT_FLOAT_EQ(r[i], (xs[i] + bs[i]) * 2.0f + (xs[i] + xs[i])) << "element " << i;
+    }
+    EXPECT_EQ(calls, 1) << "graph_optimize runs once per allocate, not per compute";
+    EXPECT_EQ(f.computed, (std::vector<Tensor*>{t3, t1, t2, out, t3, t1, t2, out}));
 }

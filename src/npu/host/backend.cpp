@@ -7,6 +7,7 @@
 #include "npu/host/device.hpp"
 #include "npu/host/session.hpp"
 #include "npu/host/buffer.hpp"
+#include "npu/host/reorder.hpp"
 #include "npu/host/translate.hpp"
 #include "tessel/errors.hpp"
 
@@ -122,6 +123,13 @@ void NpuBackend::graph_compute(const std::vector<Tensor*>& nodes, uint64_t graph
     if (graph_uid == 0) return;
     cache_.push_front(std::move(entry));
     if (cache_.size() > kCachedGraphs) cache_.pop_back();
+}
+
+void NpuBackend::graph_optimize(std::vector<Tensor*>& nodes) {
+    if (!device_.config().reorder) return;
+    const size_t moved = reorder_nodes(nodes);
+    if (device_.config().verbose)
+        tessel::logf(LogLevel::Debug, "npu: %s reorder: moved %zu of %zu nodes", session_.name().c_str(), moved, nodes.size());
 }
 
 NpuBackend::~NpuBackend() {

@@ -41,6 +41,9 @@ public:
     /// Error(Unsupported) for a node the device does not implement, Error(InvalidArgument) for an
     /// operand outside NPU memory.
     void graph_compute(const std::vector<Tensor*>& nodes, uint64_t graph_uid = 0) override;
+    /// Unless TESSEL_NPU_REORDER=0: keeps fusable chains together and stacks matmuls sharing an
+    /// input (reorder.hpp); TESSEL_NPU_VERBOSE prints "reorder: moved N of M nodes".
+    void graph_optimize(std::vector<Tensor*>& nodes) override;
     ~NpuBackend() override;
     /// Waits for every queued batch, then completes pending get_tensor_async copies; throws the
     /// device's error as tessel::Error(Device).

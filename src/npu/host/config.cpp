@@ -121,6 +121,7 @@ Config config_from_env() {
     c.matrix = env::flag("TESSEL_NPU_MATRIX", true);
     c.mm_select = mm_select();
     c.dma = dma_mode();
+    c.reorder = env::flag("TESSEL_NPU_REORDER", true);
     c.fault = fault_mode();
     if (const auto v = env::get("TESSEL_NPU_DEVICE_EXE")) {
         if (access(v->c_str(), X_OK) != 0) bad("TESSEL_NPU_DEVICE_EXE", *v, "an executable file (the tessel binary)");

@@ -59,6 +59,9 @@ public:
     /// later calls: a device that failed to open stays unusable).
     Session& session();
     const Config& config() const { return cfg_; }
+    /// Sets TESSEL_NPU_REORDER's switch for graphs allocated from now on (tests compare both in
+    /// one process). Not thread-safe against a scheduler allocating on this device.
+    void set_reorder(bool on) { cfg_.reorder = on; }
     BufferType& host_buffer_type() { return host_buft_; }
 
 private:
