@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -17,6 +18,7 @@
 #include "npu/host/device.hpp"
 #include "npu/host/profile.hpp"
 #include "support/test_paths.hpp"
+#include "tessel/errors.hpp"
 
 namespace tessel::npu {
 namespace {
@@ -68,6 +70,38 @@ struct ProfiledGraph {
         }
     }
 };
+
+/// config_from_env() with `name` set to `value` for the call (the variable is unset afterwards).
+Config config_with(const char* name, const char* value) {
+    setenv(name, value, 1);
+    struct Unset {
+        const char* name;
+        ~Unset() { unsetenv(name); }
+    } unset{name};
+    return config_from_env();
+}
+
+void expect_refused(const char* name, const char* value) {
+    try {
+        config_with(name, value);
+        ADD_FAILURE() << name << "=" << value << " accepted";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::Environment) << e.what();
+        EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+    }
+}
+
+TEST(NpuProfile, ConfigReadsTheProfilingVariables) {
+    EXPECT_EQ(config_with("TESSEL_NPU_PROFILE", "2").profile, 2);
+    EXPECT_EQ(config_with("TESSEL_NPU_PROFILE", "1").profile, 1);
+    expect_refused("TESSEL_NPU_PROFILE", "3");
+    EXPECT_EQ(config_with("TESSEL_NPU_PMU", "branch-misses,cycles").pmu, "branch-misses,cycles");
+    EXPECT_EQ(config_with("TESSEL_NPU_PMU", "off").pmu, "off");
+    expect_refused("TESSEL_NPU_PMU", "cycles,bogus");
+    expect_refused("TESSEL_NPU_PMU", "cycles,instructions,cache-misses,branch-misses");  // 3 slots
+    EXPECT_EQ(config_with("TESSEL_NPU_TRACE", "/tmp/t.json").trace, "/tmp/t.json");
+    expect_refused("TESSEL_NPU_TRACE", "");
+}
 
 TEST(NpuProfile, NodesOfADeviceOp) {
     EXPECT_EQ(nodes_of_op("MUL_MAT"), 1u);
