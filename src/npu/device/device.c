@@ -131,11 +131,6 @@ static int32_t stuck_op(const tsl_npu_platform* p) {
 
 #define N_EVENT_COUNTERS (TSL_NPU_N_COUNTERS - TSL_NPU_COUNTER_TASK_CLOCK)
 
-/* The platform's event totals into ev (zeros without the flag or the hook). */
-static void read_events(const tsl_npu_platform* p, uint32_t flags, uint64_t* ev) {
-    for (uint32_t k = 0; k < N_EVENT_COUNTERS; ++k) ev[k] = 0;
-    if ((flags & TSL_NPU_BATCH_COUNTERS) && p->counters_read) p->counters_read(p->ctx, ev, N_EVENT_COUNTERS);
-}
 
 /* Runs the ops of a checked batch in order; stops at the first failure or at a cancel. */
 static int32_t run_ops(tsl_npu_device* d, const tsl_npu_batch* b, uint32_t flags, tsl_npu_batch_rsp* rsp,
@@ -144,8 +139,10 @@ static int32_t run_ops(tsl_npu_device* d, const tsl_npu_batch* b, uint32_t flags
     __builtin_memset(b->profile, 0, (uint64_t)b->n_ops * sizeof(tsl_npu_profile));
     const uint32_t n_threads = p->n_threads ? p->n_threads : 1u;
     if (b->spans) __builtin_memset(b->spans, 0, tsl_npu_trace_bytes(b->n_ops, n_threads));
-    uint64_t ev0[N_EVENT_COUNTERS], ev1[N_EVENT_COUNTERS];
-    read_events(p, flags, ev0);
+    /* with TSL_NPU_BATCH_COUNTERS, the platform's event totals before and after each op */
+    const int counting = (flags & TSL_NPU_BATCH_COUNTERS) && p->counters_read;
+    uint64_t ev0[N_EVENT_COUNTERS] = {0}, ev1[N_EVENT_COUNTERS] = {0};
+    if (counting) p->counters_read(p->ctx, ev0, N_EVENT_COUNTERS);
     for (uint32_t i = 0; i < b->n_ops; ++i) {
         if (cancelled(cancel)) {
             rsp->err_op = i;
@@ -167,10 +164,12 @@ static int32_t run_ops(tsl_npu_device* d, const tsl_npu_batch* b, uint32_t flags
         prof->stop_ns = p->now_ns(p->ctx);
         prof->counters[0] = c.bytes;
         prof->counters[1] = c.reshape_ns;
-        read_events(p, flags, ev1);
-        for (uint32_t k = 0; k < N_EVENT_COUNTERS; ++k) {
-            prof->counters[TSL_NPU_COUNTER_TASK_CLOCK + k] = ev1[k] - ev0[k];
-            ev0[k] = ev1[k];
+        if (counting) {
+            p->counters_read(p->ctx, ev1, N_EVENT_COUNTERS);
+            for (uint32_t k = 0; k < N_EVENT_COUNTERS; ++k) {
+                prof->counters[TSL_NPU_COUNTER_TASK_CLOCK + k] = ev1[k] - ev0[k];
+                ev0[k] = ev1[k];
+            }
         }
         if (status != TSL_NPU_OK) {
             rsp->err_op = i;
