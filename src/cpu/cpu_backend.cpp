@@ -119,7 +119,8 @@ private:
     };
 
     static uint64_t now_ns() {
-        return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+        const auto t = std::chrono::steady_clock::now().time_since_epoch();
+        return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t).count());
     }
 
     /// graph_compute while profiling: the walk timed per step (walk_timed); a parallel node takes

@@ -89,8 +89,8 @@ void Trace::device_batch(const std::string& device, uint64_t seq, const std::vec
     for (uint32_t i = 0; i < n_done && i < names.size(); ++i) {
         const tsl_npu_profile& r = records[i];
         const uint64_t stop = std::max(r.stop_ns, r.start_ns);
-        events_.push_back({names[i], "op", pid, kOpsTid, r.start_ns, stop - r.start_ns,
-                           "\"batch\":" + std::to_string(seq) + ",\"op\":" + std::to_string(i)});
+        const std::string where = "\"batch\":" + std::to_string(seq) + ",\"op\":" + std::to_string(i);
+        events_.push_back({names[i], "op", pid, kOpsTid, r.start_ns, stop - r.start_ns, where});
         if (!spans) continue;
         // This op's parts, per thread in time order: the phases, then the waits between and after them.
         const tsl_npu_span* op = spans + static_cast<uint64_t>(i) * TSL_NPU_TRACE_PHASES * n_threads;
@@ -108,7 +108,7 @@ void Trace::device_batch(const std::string& device, uint64_t seq, const std::vec
             if (prev != 0 && s->start_ns > prev) events_.push_back({"wait", "wait", pid, tid, prev, s->start_ns - prev, ""});
             const char* what = two_phases && ph == 0 ? "quantize activations" : "compute";
             const uint64_t dur = s->stop_ns > s->start_ns ? s->stop_ns - s->start_ns : 0;
-            events_.push_back({names[i] + " " + what, "part", pid, tid, s->start_ns, dur, "\"batch\":" + std::to_string(seq) + ",\"op\":" + std::to_string(i)});
+            events_.push_back({names[i] + " " + what, "part", pid, tid, s->start_ns, dur, where});
             if (s->dma_ns) events_.push_back({"weight DMA", "dma", pid, tid, s->start_ns, std::min(s->dma_ns, dur), ""});
             prev = s->start_ns + dur;
         }
