@@ -205,6 +205,15 @@ struct BatchToken {
     bool logits = false;  ///< keep this entry's logits
 };
 
+/// One op of a profiled decode (Context::set_profiling).
+struct OpProfile {
+    std::string op;      ///< the op's name, e.g. "MUL_MAT"; a device's fused op "RMS_NORM+MUL"; "FENCE"
+    std::string device;  ///< the device that ran it, e.g. "CPU", "NPU0"
+    double ms = 0;       ///< its time (an accelerator's own clock)
+    double bytes = 0;    ///< bytes it reads and writes, from its nodes' shapes (0: not known)
+    double flops = 0;    ///< floating-point operations (MUL_MAT: 2 K N M; 0: not known)
+};
+
 class TESSEL_API Context {
 public:
     /// Throws tessel::Error: InvalidArgument for bad parameters or a model loaded vocab_only,
@@ -235,6 +244,11 @@ public:
     /// Compute nodes (views excluded) of the last decoded graph per device name, in the order the
     /// devices run their first split, e.g. {{"NPU0", 575}}; empty before the first decode.
     std::vector<std::pair<std::string, int64_t>> graph_nodes_per_device() const;
+    /// Starts (true) or stops timing every op of later decodes on every device; off costs nothing.
+    void set_profiling(bool on);
+    /// The ops the last decode ran while profiling, per device in the order they ran (a CPU op's
+    /// time is its share of the graph's wall time; an NPU op's the device's own record).
+    std::vector<OpProfile> last_profile() const;
 
 private:
     std::shared_ptr<const Model> model_;

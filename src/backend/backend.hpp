@@ -22,6 +22,13 @@ class Backend;
 /// kernel tables (test-ops counts each, docs/test-ops.md).
 enum class KernelKind { None, Reference, Fast };
 
+/// One op of a profiled stream (Backend::set_profiling) and its time.
+struct OpTiming {
+    std::string op;                    ///< a node's op name ("MUL_MAT"), or a device op's ("RMS_NORM+MUL", "FENCE")
+    uint64_t ns = 0;                   ///< time of the op (an accelerator's own clock)
+    std::vector<const Tensor*> nodes;  ///< the graph nodes it computed; empty when none (a fence) or not known
+};
+
 /// A point in a backend's stream. Devices subclass it; the CPU's is signalled when recorded.
 class Event {
 public:
@@ -107,6 +114,11 @@ public:
     /// computes; false before its next work). A CPU backend parks its idle workers instead of
     /// letting them spin. Default: ignored.
     virtual void set_idle(bool idle) { (void)idle; }
+    /// Starts (true) or stops timing every op this stream runs; off costs nothing. Default: no
+    /// timing (take_profile stays empty).
+    virtual void set_profiling(bool on) { (void)on; }
+    /// The ops run since the last call while profiling, in order, once synchronize() has returned.
+    virtual std::vector<OpTiming> take_profile() { return {}; }
 };
 
 }  // namespace tessel

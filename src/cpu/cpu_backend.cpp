@@ -2,11 +2,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/cpu_features.hpp"
@@ -74,6 +77,7 @@ public:
         last_ = nullptr;  // until a plan exists: planning may throw
         last_ = &plan_for(nodes, graph_uid);
         void* work = work_buffer(last_->plan.work);
+        if (profiling_) return compute_timed(work);
         auto walk_all = [this, work](ThreadContext& ctx) {
             walk(last_->plan, ctx, [work](const PlannedNode& n, ThreadContext& c) { run_node(n, c, work); });
         };
@@ -82,6 +86,11 @@ public:
         else
             pool_.run_solo(walk_all);
     }
+    void set_profiling(bool on) override {
+        profiling_ = on;
+        timings_.clear();
+    }
+    std::vector<OpTiming> take_profile() override { return std::exchange(timings_, {}); }
     void synchronize() override {}
     std::string kernel_name(const Tensor& t) const override {
         if (last_)
@@ -108,6 +117,45 @@ private:
         const Tensor* first = nullptr;  ///< and its first node
         GraphPlan plan;
     };
+
+    static uint64_t now_ns() {
+        const auto t = std::chrono::steady_clock::now().time_since_epoch();
+        return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t).count());
+    }
+
+    /// graph_compute while profiling: the walk timed per step (walk_timed); a parallel node takes
+    /// its step's time, a solo node its own, and the rest of a solo step (the barrier: waking and
+    /// waiting for the team) goes to an op "(sync)" of no node, so the ops add up to the graph's time.
+    void compute_timed(void* work) {
+        const GraphPlan& g = last_->plan;
+        node_ns_.assign(g.nodes.size(), 0);
+        step_end_.assign(g.steps.size(), 0);
+        const uint64_t start = now_ns();
+        auto walk_all = [this, work, &g](ThreadContext& ctx) {
+            walk_timed(g, ctx, [work](const PlannedNode& n, ThreadContext& c) { run_node(n, c, work); }, now_ns, node_ns_.data(),
+                       step_end_.data());
+        };
+        if (g.parallel)
+            pool_.run(walk_all);
+        else
+            pool_.run_solo(walk_all);
+        uint64_t prev = start;
+        for (size_t s = 0; s < g.steps.size(); ++s) {
+            const Step& st = g.steps[s];
+            const uint64_t step_ns = step_end_[s] > prev ? step_end_[s] - prev : 0;
+            prev = std::max(prev, step_end_[s]);
+            if (!st.solo) {
+                timings_.push_back({op_name(g.nodes[st.begin].node->op), step_ns, {g.nodes[st.begin].node}});
+                continue;
+            }
+            uint64_t own = 0;
+            for (uint32_t i = st.begin; i < st.end; ++i) {
+                timings_.push_back({op_name(g.nodes[i].node->op), node_ns_[i], {g.nodes[i].node}});
+                own += node_ns_[i];
+            }
+            if (step_ns > own) timings_.push_back({"(sync)", step_ns - own, {}});
+        }
+    }
 
     /// The packed driver claims its own chunks; fast and reference kernels split by (ith, nth),
     /// so they run as the plan's parts.
@@ -168,6 +216,9 @@ private:
     Cached uncached_;  // the plan of the last graph_compute with uid 0
     uint64_t use_clock_ = 0;
     const Cached* last_ = nullptr;  // the plan of the last graph_compute (kernel_name's answer)
+    bool profiling_ = false;
+    std::vector<OpTiming> timings_;           // while profiling: the ops run since take_profile
+    std::vector<uint64_t> node_ns_, step_end_;  // compute_timed's clocks
     std::unique_ptr<uint8_t, FreeDeleter> work_;
     size_t work_size_ = 0;
 };

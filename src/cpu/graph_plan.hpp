@@ -88,4 +88,29 @@ void walk(const GraphPlan& g, ThreadContext& ctx, RunNode&& run_node) {
     }
 }
 
+/// walk() that also times (profiling, CpuBackend::set_profiling): every node of a solo step on
+/// the thread that runs it into node_ns[i], and thread 0 stores now_ns() after each step's
+/// barrier into step_end_ns[s] (both sized by the caller: nodes, steps).
+template <class RunNode, class Clock>
+void walk_timed(const GraphPlan& g, ThreadContext& ctx, RunNode&& run_node, Clock&& now_ns, uint64_t* node_ns,
+                uint64_t* step_end_ns) {
+    for (size_t s = 0; s < g.steps.size(); ++s) {
+        const Step& st = g.steps[s];
+        if (st.solo) {
+            ctx.for_chunks(1, 1, [&](int64_t, int64_t) {
+                for (uint32_t i = st.begin; i < st.end; ++i) {
+                    ThreadContext one = ctx.alone();
+                    const uint64_t t0 = now_ns();
+                    run_node(g.nodes[i], one);
+                    node_ns[i] = now_ns() - t0;
+                }
+            });
+        } else {
+            run_node(g.nodes[st.begin], ctx);
+        }
+        ctx.barrier();
+        if (ctx.ith == 0) step_end_ns[s] = now_ns();
+    }
+}
+
 }  // namespace tessel::cpu

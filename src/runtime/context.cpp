@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/memory.hpp"
+#include "runtime/op_cost.hpp"
 #include "tessel/errors.hpp"
 
 namespace tessel::runtime {
@@ -115,6 +116,7 @@ void Context::decode(std::span<const BatchToken> batch) {
     }
     n_out_ = 0;
     logits_.clear();
+    profile_.clear();
     for (size_t i = 0; i < batch.size(); i += static_cast<size_t>(params_.n_ubatch))
         decode_ubatch(batch.subspan(i, std::min(batch.size() - i, static_cast<size_t>(params_.n_ubatch))));
 }
@@ -156,6 +158,9 @@ void Context::decode_ubatch(std::span<const BatchToken> ub) {
         }
     if (in_.out_ids) write_input(in_.out_ids, out_ids_.data(), out_ids_.size() * sizeof(int32_t));
     sched_->compute();
+    if (profiling_)  // compute has synchronized every backend; the graph's nodes are alive
+        for (const auto& b : backends_)
+            for (const OpTiming& t : b->take_profile()) profile_.push_back(op_profile(t, b->name()));
 
     const size_t wanted = static_cast<size_t>(std::count_if(ub.begin(), ub.end(), [](const BatchToken& b) { return b.logits; }));
     if (wanted == 0) return;
@@ -163,6 +168,12 @@ void Context::decode_ubatch(std::span<const BatchToken> ub) {
     logits_.resize((n_out_ + wanted) * n_vocab);
     in_.logits->buffer->get_tensor(*in_.logits, logits_.data() + n_out_ * n_vocab, 0, wanted * n_vocab * sizeof(float));
     n_out_ += wanted;
+}
+
+void Context::set_profiling(bool on) {
+    profiling_ = on;
+    profile_.clear();
+    for (const auto& b : backends_) b->set_profiling(on);
 }
 
 void Context::keep_intermediates() {

@@ -88,6 +88,10 @@ public:
     void keep_intermediates();
     /// The last ubatch's graph, or nullptr before the first decode.
     const Graph* graph() const { return graph_.get(); }
+    /// Times every op of later decodes on every backend (tessel::Context::set_profiling).
+    void set_profiling(bool on);
+    /// The ops of the last decode while profiling, with their costs (op_cost.hpp).
+    const std::vector<tessel::OpProfile>& last_profile() const { return profile_; }
 
 private:
     void decode_ubatch(std::span<const BatchToken> ub);
@@ -103,6 +107,8 @@ private:
     model::ForwardInputs in_;
     int64_t graphs_built_ = 0;
     bool keep_intermediates_ = false;
+    bool profiling_ = false;
+    std::vector<tessel::OpProfile> profile_;
     std::vector<float> logits_;
     size_t n_out_ = 0;
     // The last ubatch's inputs (members so that their memory is reused).

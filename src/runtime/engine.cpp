@@ -149,6 +149,10 @@ int32_t Context::seq_pos_max(int32_t seq) const { return impl_->kv().seq_pos_max
 void Context::clear() { impl_->kv().clear(); }
 bool Context::flash_attn() const { return impl_->flash_attn(); }
 
+void Context::set_profiling(bool on) { impl_->set_profiling(on); }
+
+std::vector<OpProfile> Context::last_profile() const { return impl_->last_profile(); }
+
 std::vector<std::pair<std::string, int64_t>> Context::graph_nodes_per_device() const {
     std::vector<std::pair<std::string, int64_t>> out;
     if (impl_->graphs_built() == 0) return out;

@@ -202,6 +202,35 @@ TEST(Context, DecodeStepsReuseTheGraph) {
     EXPECT_EQ(ctx.graphs_built(), built);  // n_kv is padded: same shapes every step
 }
 
+// Profiling (Context::set_profiling): every compute node of the decode is one timed CPU op (plus
+// the solo steps' "(sync)"), and the matmuls' FLOPs are the model's: per token 2 x (q 128x128,
+// k and v 128x64, o 128x128, gate and up 128x256, down 256x128) per block, and the output 128x160.
+TEST(Context, ProfileTimesEveryNodeWithItsCost) {
+    auto m = tiny();
+    Context ctx(m, params());
+    ctx.set_profiling(true);
+    run(ctx, prompt(8));
+    int64_t nodes = 0;
+    for (const Tensor* n : ctx.graph()->nodes()) nodes += op_is_view(n->op) ? 0 : 1;
+    int64_t ops = 0;
+    double matmul_flops = 0, ms = 0;
+    for (const tessel::OpProfile& p : ctx.last_profile()) {
+        EXPECT_EQ(p.device, "CPU");
+        ms += p.ms;
+        if (p.op == "(sync)") continue;
+        ++ops;
+        EXPECT_GT(p.bytes, 0.0) << p.op;
+        if (p.op == "MUL_MAT") matmul_flops += p.flops;
+    }
+    EXPECT_EQ(ops, nodes);
+    EXPECT_GT(ms, 0.0);
+    const double per_block = 128 * 128 + 2 * 128 * 64 + 128 * 128 + 2 * 128 * 256 + 256 * 128;
+    EXPECT_EQ(matmul_flops, 2.0 * 8 * (2 * per_block + 128 * 160));
+    ctx.set_profiling(false);
+    run(ctx, {1}, 8);
+    EXPECT_TRUE(ctx.last_profile().empty());
+}
+
 TEST(Context, FullCacheAndBadEntriesAreErrors) {
     auto m = tiny();
     ContextParams p = params();

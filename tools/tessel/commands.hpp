@@ -26,4 +26,8 @@ void add_perplexity_command(CLI::App& app);
 /// [-fa LIST] [-r N] [-o md|json|csv] [--device LIST] [--progress]`: llama-bench's measurement.
 void add_bench_command(CLI::App& app);
 
+/// `tessel profile [-m FILE] [--device npu|cpu] [-p TEXT] [-n N]`: per-op tables (count, total ms,
+/// % of step, GB/s, GFLOP/s) of the prompt as one graph and of a decode step (mean of N).
+void add_profile_command(CLI::App& app);
+
 }  // namespace tessel::cli

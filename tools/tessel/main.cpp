@@ -50,6 +50,7 @@ int main(int argc, char** argv) {
     tessel::cli::add_perplexity_command(app);
     tessel::cli::add_tokenize_command(app);
     tessel::cli::add_bench_command(app);
+    tessel::cli::add_profile_command(app);
     tessel::cli::dev::add_developer_commands(app);
     try {
         // Every TESSEL_* setting the library reads later, so a bad value is reported before any

@@ -57,7 +57,8 @@ int32_t tsl_npu_batch_check(const tsl_npu_device* d, uint8_t* block, const tsl_n
     *err_op = TSL_NPU_BATCH_REFUSED;
     if (!block || ((uintptr_t)block & 7u) != 0) return TSL_NPU_ERR_BAD_BATCH;
     if (req->n_bufs > TSL_NPU_MAX_BUFS || req->n_tensors > TSL_NPU_MAX_TENSORS) return TSL_NPU_ERR_BAD_BATCH;
-    if (req->block_size != tsl_npu_block_size(req->n_bufs, req->n_tensors, req->n_ops)) return TSL_NPU_ERR_BAD_BATCH;
+    const uint64_t trace = (req->flags & TSL_NPU_BATCH_TRACE) ? tsl_npu_trace_bytes(req->n_ops, d->platform.n_threads) : 0;
+    if (req->block_size != tsl_npu_block_size(req->n_bufs, req->n_tensors, req->n_ops) + trace) return TSL_NPU_ERR_BAD_BATCH;
     b->n_bufs = req->n_bufs;
     b->n_tensors = req->n_tensors;
     b->n_ops = req->n_ops;
@@ -65,6 +66,7 @@ int32_t tsl_npu_batch_check(const tsl_npu_device* d, uint8_t* block, const tsl_n
     b->tensors = (const tsl_npu_tensor_desc*)(block + tsl_npu_block_tensors_offset(req->n_bufs));
     b->ops = (const tsl_npu_op_desc*)(block + tsl_npu_block_ops_offset(req->n_bufs, req->n_tensors));
     b->profile = (tsl_npu_profile*)(block + tsl_npu_block_profile_offset(req->n_bufs, req->n_tensors, req->n_ops));
+    b->spans = trace ? (tsl_npu_span*)(block + tsl_npu_block_size(req->n_bufs, req->n_tensors, req->n_ops)) : 0;
 
     for (uint32_t i = 0; i < b->n_bufs; ++i) {
         const tsl_npu_mapping* m = find_mapping(d, b->bufs[i].fd);
@@ -120,7 +122,8 @@ void tsl_npu_batch_resolve(const tsl_npu_batch* b, const tsl_npu_platform* platf
     c->vtcm = 0;
     c->bytes = 0;
     c->reshape_ns = 0;
-    c->heartbeat = 0; /* the executor sets it for run */
+    c->heartbeat = 0; /* the executor sets it and trace for run */
+    c->trace = 0;
     for (int s = 0; s < TSL_NPU_MAX_SRC; ++s) resolve_view(b, op->src[s], &c->src[s]);
     for (int s = 0; s < TSL_NPU_MAX_DST; ++s) resolve_view(b, op->dst[s], &c->dst[s]);
 }

@@ -14,13 +14,14 @@ typedef struct tsl_npu_batch {
     const tsl_npu_tensor_desc* tensors;
     const tsl_npu_op_desc* ops;
     tsl_npu_profile* profile;
+    tsl_npu_span* spans; /* with TSL_NPU_BATCH_TRACE, else NULL */
     uint32_t n_bufs, n_tensors, n_ops;
     uint8_t* bases[TSL_NPU_MAX_BUFS];
 } tsl_npu_batch;
 
 /* Checks the block of `req` (req->block_size bytes at `block`) before anything runs:
  *  - counts: n_bufs <= TSL_NPU_MAX_BUFS, n_tensors <= TSL_NPU_MAX_TENSORS, block_size equal to
- *    tsl_npu_block_size(counts), block 8-byte aligned -> TSL_NPU_ERR_BAD_BATCH;
+ *    tsl_npu_block_size(counts) (plus tsl_npu_trace_bytes with TSL_NPU_BATCH_TRACE), block 8-byte aligned -> TSL_NPU_ERR_BAD_BATCH;
  *  - buffers: fd mapped on the device (TSL_NPU_ERR_NO_MAPPING), size <= the mapping's (BAD_DESC);
  *  - tensors: buf < n_bufs, offset + size within the buffer (no u64 overflow), ne[i] >= 1 with at
  *    most 2^48 elements; for F32/F16/I32/I64 every element inside [offset, offset + size) and offset

@@ -129,11 +129,20 @@ static int32_t stuck_op(const tsl_npu_platform* p) {
     return TSL_NPU_ERR_INJECTED;
 }
 
+#define N_EVENT_COUNTERS (TSL_NPU_N_COUNTERS - TSL_NPU_COUNTER_TASK_CLOCK)
+
+
 /* Runs the ops of a checked batch in order; stops at the first failure or at a cancel. */
-static int32_t run_ops(tsl_npu_device* d, const tsl_npu_batch* b, tsl_npu_batch_rsp* rsp,
+static int32_t run_ops(tsl_npu_device* d, const tsl_npu_batch* b, uint32_t flags, tsl_npu_batch_rsp* rsp,
                        volatile uint64_t* heartbeat, volatile const uint32_t* cancel) {
     const tsl_npu_platform* p = &d->platform;
     __builtin_memset(b->profile, 0, (uint64_t)b->n_ops * sizeof(tsl_npu_profile));
+    const uint32_t n_threads = p->n_threads ? p->n_threads : 1u;
+    if (b->spans) __builtin_memset(b->spans, 0, tsl_npu_trace_bytes(b->n_ops, n_threads));
+    /* with TSL_NPU_BATCH_COUNTERS, the platform's event totals before and after each op */
+    const int counting = (flags & TSL_NPU_BATCH_COUNTERS) && p->counters_read;
+    uint64_t ev0[N_EVENT_COUNTERS] = {0}, ev1[N_EVENT_COUNTERS] = {0};
+    if (counting) p->counters_read(p->ctx, ev0, N_EVENT_COUNTERS);
     for (uint32_t i = 0; i < b->n_ops; ++i) {
         if (cancelled(cancel)) {
             rsp->err_op = i;
@@ -147,12 +156,21 @@ static int32_t run_ops(tsl_npu_device* d, const tsl_npu_batch* b, tsl_npu_batch_
         tsl_npu_vtcm_reset(&d->vtcm, tsl_npu_op_scratch(&b->ops[i]));
         c.vtcm = &d->vtcm;
         c.heartbeat = heartbeat;
+        tsl_npu_op_trace trace = {b->spans ? b->spans + (uint64_t)i * TSL_NPU_TRACE_PHASES * n_threads : 0, n_threads, 0};
+        c.trace = b->spans ? &trace : 0;
         const int32_t status = d->fault == TSL_NPU_FAULT_STUCK && i == 0 ? stuck_op(p)
                                                                           : tsl_npu_op_lookup(b->ops[i].opcode)->run(&c);
         prof->cycles = p->cycles(p->ctx) - cycles0;
         prof->stop_ns = p->now_ns(p->ctx);
         prof->counters[0] = c.bytes;
         prof->counters[1] = c.reshape_ns;
+        if (counting) {
+            p->counters_read(p->ctx, ev1, N_EVENT_COUNTERS);
+            for (uint32_t k = 0; k < N_EVENT_COUNTERS; ++k) {
+                prof->counters[TSL_NPU_COUNTER_TASK_CLOCK + k] = ev1[k] - ev0[k];
+                ev0[k] = ev1[k];
+            }
+        }
         if (status != TSL_NPU_OK) {
             rsp->err_op = i;
             return status;
@@ -181,7 +199,7 @@ int32_t tsl_npu_device_run(tsl_npu_device* d, uint8_t* block, const tsl_npu_batc
     } else {
         tsl_npu_batch b;
         status = tsl_npu_batch_check(d, block, req, &b, &rsp->err_op);
-        if (status == TSL_NPU_OK) status = run_ops(d, &b, rsp, heartbeat, cancel);
+        if (status == TSL_NPU_OK) status = run_ops(d, &b, req->flags, rsp, heartbeat, cancel);
     }
     rsp->status = (uint32_t)status;
     rsp->stop_ns = d->platform.now_ns(d->platform.ctx);

@@ -54,6 +54,14 @@ typedef struct tsl_npu_platform {
      * NULL functions: no DMA (kernels then read in place). */
     const void* (*dma_start)(void* ctx, void* dst, const void* src, uint64_t bytes, uint32_t flags);
     void (*dma_wait)(void* ctx);
+    /* Event counts of the platform's threads (the workers and the caller), summed: out[0..n)
+     * gets the running totals in the order of profile counters 2.. (proto.h: task-clock ns, page
+     * faults, context switches, then the hardware events); an event it cannot count stays 0. The
+     * first call sets the counting up. NULL: the platform counts nothing. */
+    void (*counters_read)(void* ctx, uint64_t* out, uint32_t n);
+    /* Index of the calling thread: 0 for the thread that drives the device, 1.. for the workers
+     * (trace spans name it). NULL: every part counts as run by thread 0. */
+    uint32_t (*thread_index)(void* ctx);
     uint32_t n_threads;
     uint32_t isa; /* TSL_NPU_ISA_* bits: vector and matrix extensions the device's kernels may use */
 } tsl_npu_platform;

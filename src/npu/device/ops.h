@@ -23,6 +23,14 @@ typedef struct tsl_npu_view {
     uint64_t size;
 } tsl_npu_view;
 
+/* The trace of a running op (TSL_NPU_BATCH_TRACE): its spans (proto.h, TSL_NPU_TRACE_PHASES x
+ * n_threads) and the index of its next parallel call. */
+typedef struct tsl_npu_op_trace {
+    tsl_npu_span* spans;
+    uint32_t n_threads;
+    uint32_t phase;
+} tsl_npu_op_trace;
+
 /* One op of a batch: its descriptor and its resolved tensors (unused slots have data == NULL).
  * vtcm is the scratchpad, reset to the op's stated scratch_bytes (tsl_npu_op_scratch) before run;
  * NULL in check. */
@@ -36,7 +44,20 @@ typedef struct tsl_npu_op_ctx {
     uint64_t reshape_ns; /* set by run: ns its workers spent reshaping weights into a unit's operand
                             layout, summed over workers (profile counter 1; 0 when none) */
     volatile uint64_t* heartbeat; /* the host's progress counter (tsl_npu_op_progress); NULL: none */
+    tsl_npu_op_trace* trace;      /* NULL unless the batch is traced */
 } tsl_npu_op_ctx;
+
+/* Trace hooks around a worker's DMA calls: t0 = tsl_npu_trace_clock(c) before, then
+ * tsl_npu_trace_dma(c, worker, t0) after adds the time to the span of part `worker` of the
+ * current parallel call. Both cost a test of c->trace when the batch is not traced. */
+static inline uint64_t tsl_npu_trace_clock(const tsl_npu_op_ctx* c) {
+    return c->trace ? c->platform->now_ns(c->platform->ctx) : 0;
+}
+static inline void tsl_npu_trace_dma(const tsl_npu_op_ctx* c, uint32_t worker, uint64_t t0) {
+    const tsl_npu_op_trace* t = c->trace;
+    if (!t || t->phase == 0 || t->phase > TSL_NPU_TRACE_PHASES || worker >= t->n_threads) return;
+    t->spans[(t->phase - 1) * t->n_threads + worker].dma_ns += c->platform->now_ns(c->platform->ctx) - t0;
+}
 
 /* Progress inside an op. The host takes a heartbeat that stands still for its timeout for a stuck
  * device, so an op's workers beat while they work, not only the executor between ops: a long op

@@ -227,6 +227,7 @@ static void tiled_work(void* arg, uint32_t worker, uint32_t n_workers) {
         item_coords(j, item, &rt, &matrix, &i2, &i3);
         const uint8_t* tiles = item_tiles(j, rt, matrix);
         if (dma) {
+            const uint64_t dma_t0 = tsl_npu_trace_clock(j->c);
             p->dma_wait(p->ctx); /* this item's tiles have landed where staged[cur_buf] points */
             if (next >= 0) {
                 int64_t nrt, nmatrix, n2, n3;
@@ -234,6 +235,7 @@ static void tiled_work(void* arg, uint32_t worker, uint32_t n_workers) {
                 staged[cur_buf ^ 1] = (const uint8_t*)p->dma_start(p->ctx, bufs[cur_buf ^ 1], item_tiles(j, nrt, nmatrix),
                                                                    (uint64_t)j->n_kt * j->tile_bytes, dma_flags);
             }
+            tsl_npu_trace_dma(j->c, worker, dma_t0);
             tiles = staged[cur_buf];
             cur_buf ^= 1;
         }

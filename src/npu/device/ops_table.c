@@ -40,9 +40,39 @@ const tsl_npu_op_kind* tsl_npu_op_lookup(uint32_t opcode) {
     return opcode < TSL_NPU_OP_COUNT && k_ops[opcode].run ? &k_ops[opcode] : 0;
 }
 
+/* A parallel call of a traced op: each part records its span (ops_parallel). */
+typedef struct traced_call {
+    const tsl_npu_platform* p;
+    tsl_npu_task_fn fn;
+    void* arg;
+    tsl_npu_span* spans; /* this call's, one per part */
+} traced_call;
+
+static void traced_part(void* arg, uint32_t i, uint32_t n) {
+    const traced_call* t = (const traced_call*)arg;
+    const tsl_npu_platform* p = t->p;
+    tsl_npu_span* s = &t->spans[i];
+    s->thread = p->thread_index ? p->thread_index(p->ctx) : 0;
+    s->start_ns = p->now_ns(p->ctx);
+    t->fn(t->arg, i, n);
+    s->stop_ns = p->now_ns(p->ctx);
+}
+
 void tsl_npu_ops_parallel(const tsl_npu_op_ctx* c, int64_t elements, tsl_npu_task_fn fn, void* arg) {
     const tsl_npu_platform* p = c->platform;
-    if (elements < TSL_NPU_PARALLEL_MIN_ELEMENTS || p->n_threads <= 1 || !p->parallel)
+    const int serial = elements < TSL_NPU_PARALLEL_MIN_ELEMENTS || p->n_threads <= 1 || !p->parallel;
+    tsl_npu_op_trace* trace = c->trace;
+    if (trace && trace->phase < TSL_NPU_TRACE_PHASES) {
+        traced_call t = {p, fn, arg, trace->spans + trace->phase * trace->n_threads};
+        ++trace->phase;
+        if (serial)
+            traced_part(&t, 0, 1);
+        else
+            p->parallel(p->ctx, traced_part, &t);
+        return;
+    }
+    if (trace) ++trace->phase; /* past the recorded calls: tsl_npu_trace_dma ignores it */
+    if (serial)
         fn(arg, 0, 1);
     else
         p->parallel(p->ctx, fn, arg);

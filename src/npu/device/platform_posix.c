@@ -1,19 +1,21 @@
 /* tsl_npu_platform on Linux (platform_posix.h). */
 #define _GNU_SOURCE
 #include "npu/device/platform_posix.h"
+#include "npu/device/platform_posix_counters.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 #include <x86intrin.h>
 #endif
 
@@ -63,7 +65,8 @@
 typedef struct posix_slot {
     _Atomic uint64_t holding; /* the generation whose part the worker holds or is claiming; 0: none */
     _Atomic uint64_t late;    /* when a caller that waited too long for the worker's part benched it; 0: not */
-    char pad[64 - 2 * sizeof(uint64_t)];
+    _Atomic int32_t tid;      /* the worker's Linux thread id (event counters), once it runs */
+    char pad[64 - 2 * sizeof(uint64_t) - sizeof(int32_t)];
 } posix_slot;
 
 typedef struct posix_pool {
@@ -88,7 +91,11 @@ typedef struct posix_pool {
     void* scratch; /* the VTCM stand-in: scratch_bytes, 64-byte aligned (NULL when 0 bytes) */
     uint64_t scratch_bytes;
     uint64_t prefetch_head; /* bytes of a block the DMA stand-in prefetches (see posix_dma_start) */
+    posix_counters* counters; /* event counters, opened by the first counters_read (its caller's thread) */
 } posix_pool;
+
+/* The calling thread's index in its pool (0: the thread that drives the device, or any other). */
+static _Thread_local uint32_t tls_thread_index;
 
 typedef struct posix_worker_start {
     posix_pool* pool;
@@ -281,6 +288,8 @@ static void* posix_worker(void* arg) {
     const uint32_t index = start->index;
     free(start);
     posix_slot* slot = &pool->slots[index];
+    tls_thread_index = index;
+    atomic_store(&slot->tid, (int32_t)syscall(SYS_gettid));
     uint64_t seen = 0;
     uint64_t probation_ns = PROBATION_MIN_NS, rejoin_ns = 0; /* the next probation; when the last ended */
     uint64_t shared_until = 0; /* no spinning before: the core was seen shared */
@@ -406,6 +415,31 @@ static void posix_parallel(void* ctx, tsl_npu_task_fn fn, void* arg) {
     wait_parts(pool, generation, longest);
 }
 
+static uint32_t posix_thread_index(void* ctx) {
+    (void)ctx;
+    return tls_thread_index;
+}
+
+/* counters_read: opens the events of every pool thread on the first call (the caller's as thread
+ * 0, reopened when another thread drives the device), then sums them. */
+static void posix_counters_read(void* ctx, uint64_t* out, uint32_t n) {
+    posix_pool* pool = (posix_pool*)ctx;
+    const int32_t self = (int32_t)syscall(SYS_gettid);
+    if (!pool->counters) {
+        int32_t* tids = (int32_t*)calloc(pool->n_threads, sizeof(int32_t));
+        if (!tids) return;
+        tids[0] = self;
+        for (uint32_t i = 1; i < pool->n_threads; ++i)
+            while ((tids[i] = atomic_load(&pool->slots[i].tid)) == 0) sched_yield(); /* a worker just started */
+        pool->counters = tsl_npu_posix_counters_open(tids, pool->n_threads);
+        free(tids);
+        if (!pool->counters) return;
+    } else if (tsl_npu_posix_counters_tid(pool->counters, 0) != self) {
+        tsl_npu_posix_counters_retarget(pool->counters, 0, self);
+    }
+    tsl_npu_posix_counters_read(pool->counters, out, n);
+}
+
 void tsl_npu_posix_platform_set_test_hook(tsl_npu_platform* p, const tsl_npu_posix_hook* hook) {
     atomic_store_explicit(&((posix_pool*)p->ctx)->hook, hook, memory_order_release);
 }
@@ -425,6 +459,7 @@ static void pool_stop(posix_pool* pool) {
     pthread_cond_destroy(&pool->done);
     pthread_cond_destroy(&pool->wake);
     pthread_mutex_destroy(&pool->lock);
+    tsl_npu_posix_counters_close(pool->counters);
     free(pool->slots);
     free(pool->threads);
     free(pool->scratch);
@@ -483,6 +518,8 @@ int32_t tsl_npu_posix_platform_create(uint32_t n_threads, uint64_t vtcm_bytes, t
     out->scratch = posix_scratch;
     out->dma_start = posix_dma_start;
     out->dma_wait = posix_dma_wait;
+    out->counters_read = posix_counters_read;
+    out->thread_index = posix_thread_index;
     out->n_threads = n_threads;
     out->isa = posix_isa();
     pool->prefetch_head = (out->isa & TSL_NPU_ISA_AVX512) ? PREFETCH_HEAD_BYTES : 0u;

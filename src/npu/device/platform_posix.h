@@ -5,7 +5,9 @@
  * claimed by whichever thread comes first; a worker that holds a part too long is benched for a
  * while: platform_posix.c); a synchronous
  * memcpy as the DMA stand-in; the CPU's vector and matrix (AMX) extensions as isa (cpuid, with the
- * OS's consent: for AMX, create asks Linux for the process's tile-data permission). */
+ * OS's consent: for AMX, create asks Linux for the process's tile-data permission); each pool
+ * thread's index as thread_index; perf_event_open counters of every pool thread as counters_read
+ * (platform_posix_counters.h). */
 #ifndef TESSEL_NPU_PLATFORM_POSIX_H
 #define TESSEL_NPU_PLATFORM_POSIX_H
 

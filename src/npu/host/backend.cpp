@@ -8,6 +8,7 @@
 #include "npu/host/session.hpp"
 #include "npu/host/buffer.hpp"
 #include "npu/host/reorder.hpp"
+#include "npu/host/trace.hpp"
 #include "npu/host/translate.hpp"
 #include "tessel/errors.hpp"
 
@@ -79,6 +80,7 @@ void NpuBackend::graph_compute(const std::vector<Tensor*>& nodes, uint64_t graph
     session_.check();
     flush();  // nothing of an earlier call may join a cached graph's batches
     last_nodes_.clear();
+    if (profiling_) note_profiled(nodes);
     if (graph_uid != 0) {
         for (auto it = cache_.begin(); it != cache_.end(); ++it) {
             if (it->uid != graph_uid) continue;
@@ -92,6 +94,7 @@ void NpuBackend::graph_compute(const std::vector<Tensor*>& nodes, uint64_t graph
             return;
         }
     }
+    TraceSpan span(session_.trace(), "translate");
     CachedGraph entry{graph_uid, {}};
     recording_ = graph_uid != 0 ? &entry.batches : nullptr;
     try {

@@ -61,12 +61,19 @@ public:
     /// Waits on the host for e, then continues (the NPU stream has nothing queued in between).
     void event_wait(Event& e) override { e.synchronize(); }
 
+    /// Profiling (npu/host/profile.cpp): the session keeps every answered batch's records, and
+    /// take_profile pairs them with the nodes of the graph_compute calls since the last take.
+    void set_profiling(bool on) override;
+    std::vector<OpTiming> take_profile() override;
+
     /// Calls of graph_compute served from the translation cache.
     uint64_t cache_hits() const { return cache_hits_; }
     static constexpr size_t kCachedGraphs = 8;
 
 private:
     void flush();
+    /// Profiling: appends the nodes of `nodes` that become device ops.
+    void note_profiled(const std::vector<Tensor*>& nodes);
     /// Throws tessel::Error(Unsupported): node's operands exceed an empty batch's limits.
     [[noreturn]] void throw_unfit(const Tensor& node, const std::vector<Operand>& operands) const;
     /// Reserves `size` bytes of the staging buffer (growing it after a synchronize when full);
@@ -87,6 +94,8 @@ private:
     std::deque<CachedGraph> cache_;  // most recent first
     std::vector<OpBatch>* recording_ = nullptr;
     uint64_t cache_hits_ = 0;
+    bool profiling_ = false;
+    std::vector<const Tensor*> profiled_nodes_;  // while profiling: the nodes sent since take_profile
     std::unique_ptr<ShmBuffer> staging_;
     uint64_t staging_used_ = 0;
     struct PendingRead {

@@ -89,6 +89,24 @@ uint32_t mm_select() {
     }
 }
 
+/// TESSEL_NPU_PMU: "off" or a comma list of at most three hardware events (profile slots 5..7).
+std::string pmu_events() {
+    const auto v = env::get("TESSEL_NPU_PMU");
+    if (!v) return "";
+    const std::string s(*v);
+    const char* expected = "off, or a comma list of at most 3 of cycles, instructions, cache-misses, branch-misses";
+    if (s == "off") return s;
+    size_t start = 0, n = 0;
+    for (;;) {
+        const size_t comma = s.find(',', start);
+        const std::string item = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        if (item != "cycles" && item != "instructions" && item != "cache-misses" && item != "branch-misses") bad("TESSEL_NPU_PMU", s, expected);
+        if (++n > TSL_NPU_N_COUNTERS - TSL_NPU_COUNTER_PMU) bad("TESSEL_NPU_PMU", s, expected);
+        if (comma == std::string::npos) return s;
+        start = comma + 1;
+    }
+}
+
 }  // namespace
 
 Config config_from_env() {
@@ -106,7 +124,9 @@ Config config_from_env() {
     c.poll = flag("TESSEL_NPU_OPPOLL");
     c.timeout_ms = static_cast<uint32_t>(number("TESSEL_NPU_TIMEOUT_MS", 10, 3600000, c.timeout_ms));
     c.verbose = static_cast<int>(number("TESSEL_NPU_VERBOSE", 0, 2, 0));
-    c.profile = flag("TESSEL_NPU_PROFILE");
+    c.profile = static_cast<int>(number("TESSEL_NPU_PROFILE", 0, 2, 0));
+    c.pmu = pmu_events();
+    if (const auto v = env::get("TESSEL_NPU_TRACE")) c.trace = *v;  // a file that cannot be written: a warning at write
     if (const auto v = env::get("TESSEL_NPU_OPFILTER")) {
         c.opfilter = *v;
         try {

@@ -19,7 +19,10 @@ struct Config {
     bool poll = false;               ///< TESSEL_NPU_OPPOLL=1: spin instead of sleeping
     uint32_t timeout_ms = 10000;     ///< TESSEL_NPU_TIMEOUT_MS: no-progress limit
     int verbose = 0;                 ///< TESSEL_NPU_VERBOSE: 0, 1 (ops, batches) or 2 (+ descriptors)
-    bool profile = false;            ///< TESSEL_NPU_PROFILE=1: a line per op and per batch from the device's records
+    int profile = 0;                 ///< TESSEL_NPU_PROFILE: 1 a line per op and per batch from the device's records,
+                                     ///< 2 with per-op event counters (perf_event_open)
+    std::string pmu;                 ///< TESSEL_NPU_PMU: hardware events for profile 2 ("" default, "off" none)
+    std::string trace;               ///< TESSEL_NPU_TRACE: Chrome/Perfetto JSON trace file ("" none)
     std::string opfilter;            ///< TESSEL_NPU_OPFILTER: ECMAScript regex of op names not to claim
     bool hostbuf = false;            ///< TESSEL_NPU_HOSTBUF=1: CPU compute buffers in NPU-HOST memory
     uint32_t n_threads = 2;          ///< TESSEL_NPU_THREADS: device worker threads

@@ -1,9 +1,12 @@
 #include "npu/host/opqueue.hpp"
 
+#include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "core/log.hpp"
 #include "npu/host/opbatch.hpp"
+#include "npu/host/trace.hpp"
 #include "tessel/errors.hpp"
 
 namespace tessel::npu {
@@ -18,6 +21,19 @@ OpQueue::OpQueue(Link& link, const std::string& name, uint32_t depth, uint64_t s
                      static_cast<unsigned long long>(slot_bytes_), mem_->size());
 }
 
+void OpQueue::set_batch_flags(uint32_t batch_flags, uint32_t n_threads, Trace* trace) {
+    batch_flags_ = batch_flags;
+    device_threads_ = n_threads ? n_threads : 1;
+    trace_ = trace;
+}
+
+void OpQueue::collect_profile(bool on) {
+    collect_ = on;
+    if (!on) collected_.clear();
+}
+
+std::vector<OpProfile> OpQueue::take_profile() { return std::exchange(collected_, {}); }
+
 int32_t OpQueue::fail(int32_t status, const std::string& why) {
     detail_ = why;
     return status;
@@ -25,8 +41,9 @@ int32_t OpQueue::fail(int32_t status, const std::string& why) {
 
 int32_t OpQueue::push(const OpBatch& batch) {
     if (batch.empty()) return TSL_NPU_OK;
-    if (batch.block_size() > slot_bytes_)
-        return fail(TSL_NPU_ERR_BAD_BATCH, "batch of " + std::to_string(batch.block_size()) + " bytes exceeds the queue slot");
+    const uint64_t trace_bytes = (batch_flags_ & TSL_NPU_BATCH_TRACE) ? tsl_npu_trace_bytes(static_cast<uint32_t>(batch.n_ops()), device_threads_) : 0;
+    if (batch.block_size() + trace_bytes > slot_bytes_)
+        return fail(TSL_NPU_ERR_BAD_BATCH, "batch of " + std::to_string(batch.block_size() + trace_bytes) + " bytes exceeds the queue slot");
     if (in_flight() >= depth_)
         if (const int32_t st = pop(); st != TSL_NPU_OK) return st;
     const uint64_t seq = sent_ + 1;
@@ -34,7 +51,10 @@ int32_t OpQueue::push(const OpBatch& batch) {
     slot.req = tsl_npu_batch_req{};
     slot.req.seq = seq;
     slot.req.block_offset = ((seq - 1) % depth_) * slot_bytes_;
+    TraceSpan span(trace_, "push");
     batch.write(mem_->data() + slot.req.block_offset, slot.req);
+    slot.req.flags = batch_flags_;
+    slot.req.block_size += trace_bytes;
     slot.ops = batch.op_names();
     if (print_profile_) slot.details = batch.op_details();
     slot.pushed = std::chrono::steady_clock::now();
@@ -62,6 +82,23 @@ int32_t OpQueue::push(const OpBatch& batch) {
     return TSL_NPU_OK;
 }
 
+namespace {
+
+/// "  task-clock 12.3 us  page-faults 0  context-switches 0  pmu 1 2 3": counters 2..7 (proto.h).
+std::string counter_text(const tsl_npu_profile& r) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "  task-clock %.1f us  page-faults %llu  context-switches %llu",
+                  static_cast<double>(r.counters[TSL_NPU_COUNTER_TASK_CLOCK]) / 1e3,
+                  static_cast<unsigned long long>(r.counters[TSL_NPU_COUNTER_PAGE_FAULTS]),
+                  static_cast<unsigned long long>(r.counters[TSL_NPU_COUNTER_CONTEXT_SWITCHES]));
+    std::string s = buf;
+    if (r.counters[5] || r.counters[6] || r.counters[7])
+        s += "  pmu " + std::to_string(r.counters[5]) + " " + std::to_string(r.counters[6]) + " " + std::to_string(r.counters[7]);
+    return s;
+}
+
+}  // namespace
+
 void OpQueue::print_profile(uint64_t seq, const Slot& slot, const tsl_npu_batch_rsp& rsp) const {
     const double host_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - slot.pushed).count();
     for (size_t i = 0; i < profile_.size(); ++i) {
@@ -69,10 +106,11 @@ void OpQueue::print_profile(uint64_t seq, const Slot& slot, const tsl_npu_batch_
         const double us = r.stop_ns >= r.start_ns ? static_cast<double>(r.stop_ns - r.start_ns) / 1e3 : 0.0;
         const std::string& detail = i < slot.details.size() ? slot.details[i] : std::string();
         // counter 1: ns the workers spent reshaping weights for a unit (summed over workers)
-        const std::string reshape = r.counters[1] ? "  reshape " + std::to_string(r.counters[1] / 1000) + " us (all workers)" : "";
+        std::string extra = r.counters[1] ? "  reshape " + std::to_string(r.counters[1] / 1000) + " us (all workers)" : "";
+        if (batch_flags_ & TSL_NPU_BATCH_COUNTERS) extra += counter_text(r);
         tessel::logf(LogLevel::Info, "npu-profile: %s #%llu op %zu %-10s %10.1f us %12llu cycles  %s%s", name_.c_str(),
                      static_cast<unsigned long long>(seq), i, profile_[i].op.c_str(), us, static_cast<unsigned long long>(r.cycles),
-                     detail.c_str(), reshape.c_str());
+                     detail.c_str(), extra.c_str());
     }
     tessel::logf(LogLevel::Info, "npu-profile: %s #%llu batch: %u/%u ops, %.1f us on the device, %.1f us from push to answer, %s",
                  name_.c_str(), static_cast<unsigned long long>(seq), rsp.n_done, rsp.n_ops,
@@ -83,8 +121,12 @@ int32_t OpQueue::pop() {
     if (in_flight() == 0) return TSL_NPU_OK;
     tsl_npu_batch_rsp rsp{};
     const uint64_t want = done_ + 1;
-    if (const int32_t st = link_.receive(&rsp); st != TSL_NPU_OK)
-        return fail(st, std::string("waiting for batch #") + std::to_string(want));
+    int32_t received;
+    {
+        TraceSpan span(trace_, "wait");
+        received = link_.receive(&rsp);
+    }
+    if (received != TSL_NPU_OK) return fail(received, std::string("waiting for batch #") + std::to_string(want));
     const Slot& slot = slots_[(want - 1) % depth_];
     if (rsp.seq != want)
         return fail(TSL_NPU_ERR_PROTOCOL, "response carries sequence " + std::to_string(rsp.seq) + ", expected " + std::to_string(want));
@@ -96,6 +138,14 @@ int32_t OpQueue::pop() {
     const auto* rec = reinterpret_cast<const tsl_npu_profile*>(
         mem_->data() + slot.req.block_offset + tsl_npu_block_profile_offset(slot.req.n_bufs, slot.req.n_tensors, slot.req.n_ops));
     for (uint32_t i = 0; i < rsp.n_done; ++i) profile_.push_back({slot.ops[i], rec[i]});
+    if (collect_) collected_.insert(collected_.end(), profile_.begin(), profile_.end());
+    if (trace_) {
+        const auto* spans = (slot.req.flags & TSL_NPU_BATCH_TRACE)
+                                ? reinterpret_cast<const tsl_npu_span*>(mem_->data() + slot.req.block_offset +
+                                                                         tsl_npu_block_size(slot.req.n_bufs, slot.req.n_tensors, slot.req.n_ops))
+                                : nullptr;
+        trace_->device_batch(name_, want, slot.ops, rec, rsp.n_done, spans, device_threads_);
+    }
     if (print_profile_) print_profile(want, slot, rsp);
     if (verbose_)
         tessel::logf(LogLevel::Debug, "npu: %s batch #%llu done: status %s ops %u/%u %.1f us", name_.c_str(),

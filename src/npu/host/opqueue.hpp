@@ -17,6 +17,7 @@
 namespace tessel::npu {
 
 class OpBatch;
+class Trace;
 
 /// One op's record from the device, with the op's name.
 struct OpProfile {
@@ -30,6 +31,15 @@ public:
     /// Throws tessel::Error(Io) when the memory cannot be had or the device does not map it.
     /// With `profile`, every answered batch prints one line per op and one for the batch on stderr.
     OpQueue(Link& link, const std::string& name, uint32_t depth, uint64_t slot_bytes, int verbose, bool profile);
+
+    /// Sends every later batch with `batch_flags` (TSL_NPU_BATCH_COUNTERS, TSL_NPU_BATCH_TRACE:
+    /// the slot size must then hold the trace spans of a device with n_threads threads) and, with
+    /// a trace, records host spans and the device side of every answered batch in it.
+    void set_batch_flags(uint32_t batch_flags, uint32_t n_threads, Trace* trace);
+    /// While on, every answered batch's records are kept for take_profile() (off: cleared).
+    void collect_profile(bool on);
+    /// The records kept since the last call, in answer order.
+    std::vector<OpProfile> take_profile();
 
     /// Sends `batch` (non-empty, block_size() <= slot size) as sequence last_seq() + 1. A full queue
     /// first takes one response. Returns TSL_NPU_OK or the status of the failure (the queue is then
@@ -65,6 +75,10 @@ private:
     uint64_t slot_bytes_;
     int verbose_;
     bool print_profile_;
+    uint32_t batch_flags_ = 0, device_threads_ = 1;
+    Trace* trace_ = nullptr;
+    bool collect_ = false;
+    std::vector<OpProfile> collected_;
     std::unique_ptr<ShmBuffer> mem_;
     std::vector<Slot> slots_;
     uint64_t sent_ = 0, done_ = 0;

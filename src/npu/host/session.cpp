@@ -4,6 +4,7 @@
 
 #include "core/log.hpp"
 #include "npu/device/device.h"
+#include "npu/host/trace.hpp"
 #include "tessel/errors.hpp"
 
 namespace tessel::npu {
@@ -20,7 +21,12 @@ Session::Session(const std::string& name, const Config& cfg) : name_(name), cfg_
                                                     " bytes of device address space (TESSEL_NPU_OPQUEUE=" + std::to_string(cfg_.opqueue) +
                                                     " x TESSEL_NPU_OPBATCH=" + std::to_string(cfg_.opbatch) +
                                                     "), more than half of TESSEL_NPU_VMEM=" + std::to_string(cfg_.max_mapped));
-    queue_ = std::make_unique<OpQueue>(*link_, name_, cfg_.opqueue, OpBatch::max_block_size(limits()), cfg_.verbose, cfg_.profile);
+    const uint64_t trace_bytes = cfg_.trace.empty() ? 0 : tsl_npu_trace_bytes(cfg_.opbatch, hwinfo_.n_threads);
+    queue_ = std::make_unique<OpQueue>(*link_, name_, cfg_.opqueue, OpBatch::max_block_size(limits()) + trace_bytes, cfg_.verbose,
+                                       cfg_.profile > 0);
+    if (!cfg_.trace.empty()) trace_ = &Trace::open(cfg_.trace);
+    queue_->set_batch_flags((cfg_.profile >= 2 ? TSL_NPU_BATCH_COUNTERS : 0u) | (trace_ ? TSL_NPU_BATCH_TRACE : 0u), hwinfo_.n_threads,
+                            trace_);
     fences_ = std::make_unique<ShmBuffer>(name_ + "-fences", n_fence_slots_ * TSL_NPU_FENCE_SLOT_BYTES);
     if (const int32_t st = link_->map(*fences_, TSL_NPU_BUF_FENCE); st != TSL_NPU_OK)
         throw Error(ErrorCode::Device, name_ + ": the device did not map the fence buffer (" + tsl_npu_status_name(st) + ")");
@@ -42,6 +48,7 @@ Session::~Session() {
     if (queue_ && status_ == TSL_NPU_OK) link_->unmap(queue_->memory());
     queue_.reset();
     link_.reset();
+    if (trace_) trace_->write();
 }
 
 BatchLimits Session::limits() const {
@@ -134,6 +141,16 @@ uint64_t Session::last_seq() const {
 uint64_t Session::done_seq() const {
     std::lock_guard lock(mu_);
     return queue_->done_seq();
+}
+
+void Session::collect_profile(bool on) {
+    std::lock_guard lock(mu_);
+    queue_->collect_profile(on);
+}
+
+std::vector<OpProfile> Session::take_profile() {
+    std::lock_guard lock(mu_);
+    return queue_->take_profile();
 }
 
 std::vector<OpProfile> Session::last_profile() const {

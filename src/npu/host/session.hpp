@@ -20,6 +20,8 @@
 
 namespace tessel::npu {
 
+class Trace;
+
 class Session {
 public:
     /// Opens device `name` ("NPU0", ...) under `cfg`. Throws tessel::Error(Io) when the link cannot
@@ -55,6 +57,12 @@ public:
 
     /// Per-op profile records of the batch answered last.
     std::vector<OpProfile> last_profile() const;
+    /// While on, the records of every answered batch are kept for take_profile().
+    void collect_profile(bool on);
+    /// The records kept since the last call (answered batches only: synchronize first).
+    std::vector<OpProfile> take_profile();
+    /// The process's trace (TESSEL_NPU_TRACE), or nullptr.
+    Trace* trace() const { return trace_; }
 
     /// The fence buffer (128-byte slots).
     const ShmBuffer& fences() const { return *fences_; }
@@ -73,6 +81,7 @@ private:
     std::unique_ptr<Link> link_;
     tsl_npu_hwinfo hwinfo_{};
     std::unique_ptr<OpQueue> queue_;
+    Trace* trace_ = nullptr;  // the process's, not owned
     std::unique_ptr<ShmBuffer> fences_;
     uint32_t n_fence_slots_ = 64, next_fence_ = 0;
     uint64_t fence_value_ = 0;

@@ -5,7 +5,7 @@
  *
  * A batch is one contiguous block in the op-queue buffer:
  *     [tsl_npu_buf_desc x n_bufs][tsl_npu_tensor_desc x n_tensors][tsl_npu_op_desc x n_ops]
- *     [tsl_npu_profile x n_ops]
+ *     [tsl_npu_profile x n_ops] ([tsl_npu_span ...] with TSL_NPU_BATCH_TRACE, see tsl_npu_span)
  * The host writes the first three arrays and a tsl_npu_batch_req naming the block; the device
  * runs the ops in order, fills the profile records and answers with a tsl_npu_batch_rsp.
  *
@@ -284,7 +284,7 @@ typedef struct tsl_npu_batch_req {
     uint32_t n_bufs;
     uint32_t n_tensors;
     uint32_t n_ops;
-    uint32_t flags;
+    uint32_t flags; /* TSL_NPU_BATCH_*; block_size includes the trace spans with TSL_NPU_BATCH_TRACE */
 } tsl_npu_batch_req;
 
 /* Device -> host: the batch with sequence `seq` ended. On failure, err_op is the index of the op
@@ -301,15 +301,50 @@ typedef struct tsl_npu_batch_rsp {
     uint64_t stop_ns;
 } tsl_npu_batch_rsp;
 
-/* Per-op profile record, written by the device: CLOCK_MONOTONIC ns, cycles, counters
- * (0: bytes read plus written; 1: ns the op's workers spent reshaping weights into the matrix
- * unit's layout, summed over workers; the others 0). */
+/* Per-op profile record, written by the device: CLOCK_MONOTONIC ns, cycles, counters:
+ *   0: bytes read plus written; 1: ns the op's workers spent reshaping weights into the matrix
+ *      unit's layout, summed over workers;
+ *   with TSL_NPU_BATCH_COUNTERS (else 0), the platform's event counts during the op summed over
+ *   every worker thread (0 where the platform cannot count the event):
+ *   2: task-clock ns; 3: page faults; 4: context switches;
+ *   5, 6, 7: the hardware events TESSEL_NPU_PMU names, in its order (cycles, instructions,
+ *            cache-misses, branch-misses: at most three). */
 typedef struct tsl_npu_profile {
     uint64_t start_ns;
     uint64_t stop_ns;
     uint64_t cycles;
     uint64_t counters[TSL_NPU_N_COUNTERS];
 } tsl_npu_profile;
+
+#define TSL_NPU_COUNTER_TASK_CLOCK 2
+#define TSL_NPU_COUNTER_PAGE_FAULTS 3
+#define TSL_NPU_COUNTER_CONTEXT_SWITCHES 4
+#define TSL_NPU_COUNTER_PMU 5 /* the first of TSL_NPU_N_COUNTERS - 5 hardware-event slots */
+
+/* tsl_npu_batch_req.flags. */
+#define TSL_NPU_BATCH_COUNTERS 0x1u /* fill profile counters 2..7 (per-op event counts) */
+#define TSL_NPU_BATCH_TRACE 0x2u    /* the block ends with the batch's trace spans (below) */
+
+/* Parallel calls per op a trace records (TILED/MATRIX matmuls: activation quantization, then
+ * compute); a further call is not recorded. */
+#define TSL_NPU_TRACE_PHASES 2u
+
+/* With TSL_NPU_BATCH_TRACE, the block continues after the profile records with
+ * [tsl_npu_span x n_ops x TSL_NPU_TRACE_PHASES x n_threads] (hwinfo.n_threads): span
+ * (op, phase, part) is the part'th share of the op's phase'th parallel call (an op run serially
+ * has one part, 0). The device zeroes them before the batch runs; a span with stop_ns 0 did not run. */
+typedef struct tsl_npu_span {
+    uint64_t start_ns; /* CLOCK_MONOTONIC */
+    uint64_t stop_ns;
+    uint64_t dma_ns; /* ns of the part inside the platform's DMA calls (weight transfers) */
+    uint32_t thread; /* the worker thread that ran the part (0: the executor's own) */
+    uint32_t reserved;
+} tsl_npu_span;
+
+/* Bytes of a batch's trace spans. */
+static inline uint64_t tsl_npu_trace_bytes(uint32_t n_ops, uint32_t n_threads) {
+    return (uint64_t)n_ops * TSL_NPU_TRACE_PHASES * (n_threads ? n_threads : 1u) * sizeof(tsl_npu_span);
+}
 
 /* What a device reports at session start. */
 typedef struct tsl_npu_hwinfo {
@@ -339,6 +374,7 @@ TSL_NPU_STATIC_ASSERT(sizeof(tsl_npu_batch_req) == 40, "batch req layout");
 TSL_NPU_STATIC_ASSERT(sizeof(tsl_npu_batch_rsp) == 48, "batch rsp layout");
 TSL_NPU_STATIC_ASSERT(sizeof(tsl_npu_profile) == 88, "profile layout");
 TSL_NPU_STATIC_ASSERT(sizeof(tsl_npu_hwinfo) == 64, "hwinfo layout");
+TSL_NPU_STATIC_ASSERT(sizeof(tsl_npu_span) == 32, "span layout");
 TSL_NPU_STATIC_ASSERT(sizeof(tsl_npu_kparams_header) == TSL_NPU_KPARAMS_BODY, "kparams header layout");
 TSL_NPU_STATIC_ASSERT(offsetof(tsl_npu_op_desc, kparams) % 8 == 0, "kparams 8-byte aligned");
 TSL_NPU_STATIC_ASSERT(sizeof(tsl_npu_rope_kparams) <= TSL_NPU_KPARAMS_BYTES - TSL_NPU_KPARAMS_BODY, "rope kparams fit");
