@@ -351,6 +351,9 @@ static int32_t mm_run(tsl_npu_op_ctx* c, int is_id) {
     const int64_t n_rows = tsl_npu_n_rows(j.x);
     j.threads = workers;
     const int tiled = j.kp.kernel == TSL_NPU_MM_TILED || j.kp.kernel == TSL_NPU_MM_MATRIX;
+    /* tiled kernels quantize and run the activations a step of kparams.act_rows rows at a time
+     * (each item once per step, against the step's columns); flat reads them in place at once */
+    const int64_t step = tiled && j.kp.act_rows && j.kp.act_rows < n_rows ? j.kp.act_rows : n_rows;
     j.tile_fn = tsl_npu_mm_tile_cols_c;
     j.widen_fn = tsl_npu_mm_widen_c;
     j.dot_fn = tsl_npu_mm_dot_c;
@@ -380,7 +383,6 @@ static int32_t mm_run(tsl_npu_op_ctx* c, int is_id) {
         j.q_bytes = align64((uint64_t)j.k);
         j.s_bytes = align64((uint64_t)j.n_kt * 4u);
         j.act_row_bytes = tsl_npu_q8_row_bytes(j.k);
-        const int64_t step = j.kp.act_rows && j.kp.act_rows < n_rows ? j.kp.act_rows : n_rows;
         j.act = (uint8_t*)tsl_npu_vtcm_alloc(c->vtcm, (uint64_t)step * j.act_row_bytes, 0);
         j.panel_offset = (uint64_t)TSL_NPU_MM_COLS * 32u * 4u + (j.kp.dma ? 2u * align64((uint64_t)j.n_kt * j.tile_bytes) : 0u);
         j.worker_bytes = j.panel_offset;
@@ -406,9 +408,6 @@ static int32_t mm_run(tsl_npu_op_ctx* c, int is_id) {
     if (j.kp.chunk) j.chunk = j.kp.chunk;
     if (j.kp.kernel == TSL_NPU_MM_MATRIX) /* a small op runs on worker 0 alone */
         for (uint32_t w = 0; w < workers; ++w) *reshape_slot(&j, w) = 0;
-    /* Tiled kernels quantize and run the activations a step of kparams.act_rows rows at a time (each
-     * item once per step, against the step's columns); the flat kernel reads them in place at once. */
-    const int64_t step = tiled && j.kp.act_rows && j.kp.act_rows < n_rows ? j.kp.act_rows : n_rows;
     for (j.row0 = 0; j.row0 < n_rows; j.row0 += step) {
         j.row_end = j.row0 + step < n_rows ? j.row0 + step : n_rows;
         if (is_id) { /* the step's columns per expert */
