@@ -118,6 +118,7 @@ static void item_coords(const mm_job* j, int64_t item, int64_t* rt, int64_t* mat
  * there (the counts are the step's). */
 static int item_has_work(const mm_job* j, int64_t item) {
     if (j->is_id) return j->expert_count[item / j->n_rt] > 0;
+    if (j->row0 == 0 && j->row_end == tsl_npu_n_rows(j->x)) return 1; /* one step: no division per claim */
     const int64_t base = j->x->ne[1] * (item / j->n_rt);
     return base < j->row_end && base + j->x->ne[1] > j->row0;
 }
