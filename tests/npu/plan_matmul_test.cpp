@@ -6,6 +6,8 @@
 // never costs more, and a budget too small for any plan leaves the node to the CPU.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "model/weights.hpp"
 #include "graph/builder.hpp"
 #include "graph/builder_attn.hpp"
@@ -13,6 +15,7 @@
 #include "npu/host/device.hpp"
 #include "npu/host/plan.hpp"
 #include "npu/host/translate.hpp"
+#include "tessel/errors.hpp"
 
 namespace tessel::npu {
 namespace {
@@ -54,6 +57,13 @@ TEST(NpuPlanMatmul, TiledWeightTakesTheTiledKernelWithItsScratch) {
     EXPECT_TRUE(device_supports(*y, DeviceBudget{smallest, 2}));
     EXPECT_FALSE(plan_fits(*y, DeviceBudget{smallest - 1, 2}));
     EXPECT_FALSE(device_supports(*y, DeviceBudget{smallest - 1, 2}));  // the scheduler gives it to the CPU
+    try {
+        plan_header(*y, DeviceBudget{smallest - 1, 2});
+        ADD_FAILURE() << "plan_header accepted a plan that does not fit";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::Unsupported);
+        EXPECT_NE(std::string(e.what()).find("8576 bytes of VTCM, the device has 8575"), std::string::npos) << e.what();
+    }
     b.mm_kernels = bit(TSL_NPU_MM_FLAT) | bit(TSL_NPU_MM_MATRIX);  // tiled not allowed: declined
     EXPECT_EQ(plan_matmul_kernel(*y, b), 0u);
     EXPECT_FALSE(plan_fits(*y, b));

@@ -68,7 +68,7 @@ uint64_t plan_scratch(const Tensor& t, const DeviceBudget& budget) {
         if (p.kernel != 0) return p.scratch;
         const MatmulShape s = matmul_shape(t);
         const uint32_t kernel = s.tile_bytes ? uint32_t{TSL_NPU_MM_TILED} : uint32_t{TSL_NPU_MM_FLAT};
-        return tsl_npu_matmul_scratch(kernel, budget.dma, s.tile_bytes, s.k, s.rows, s.n_experts, budget.n_threads);
+        return tsl_npu_matmul_scratch(kernel, 0, s.tile_bytes, s.k, std::min<int64_t>(s.rows, 1), s.n_experts, 1);
     }
     case Op::FLASH_ATTN_EXT: {
         if (!t.src[0] || !t.src[2]) return 0;

@@ -48,7 +48,7 @@ uint32_t plan_flash_attn_qtile(const Tensor& t, const DeviceBudget& budget);
 /// Bytes of VTCM node t's device kernel takes: SOFT_MAX one F32 row of src0->ne[0] per worker
 /// (tsl_npu_softmax_scratch); MUL_MAT / MUL_MAT_ID its plan's scratch (tsl_npu_matmul_scratch of
 /// one step's Q8 activations, per-worker accumulators, DMA buffers and panels; none fitting: the
-/// tiled or flat kernel's need for all rows on every worker); FLASH_ATTN_EXT its planned query
+/// smallest plan's, the tiled or flat kernel on one worker, one row a step, no DMA); FLASH_ATTN_EXT its planned query
 /// tile's rows, accumulators and a converted block of 16 keys and values per worker, from the head
 /// dims q->ne[0] and v->ne[0] (tsl_npu_flash_attn_scratch; none fitting: a tile of one row);
 /// 0 for every other op.
