@@ -121,27 +121,28 @@ class NpuDeviceFlashAttn : public DeviceTest {
 protected:
     // Runs the case with the plain C kernel, then with each ISA build the platform has (AVX2,
     // AVX-512): every build gives the C kernel's bits.
-    void run_and_compare(const Attn& a, uint32_t kv_type, int64_t h_kv, bool with_sinks) {
+    void run_and_compare(const Attn& a, uint32_t kv_type, int64_t h_kv, bool with_sinks, uint32_t q_tile = 0) {
         const uint32_t host_isa = device_->platform.isa;
         device_->platform.isa = 0;
         std::vector<float> c_out;
-        ASSERT_NO_FATAL_FAILURE(run_kernel(a, kv_type, h_kv, with_sinks, c_out));
+        ASSERT_NO_FATAL_FAILURE(run_kernel(a, kv_type, h_kv, with_sinks, q_tile, c_out));
         for (const uint32_t isa : {TSL_NPU_ISA_AVX2, TSL_NPU_ISA_AVX512}) {
             if (!(host_isa & isa)) continue;  // no such build to compare on this CPU
             device_->platform.isa = isa;
             std::vector<float> isa_out;
-            ASSERT_NO_FATAL_FAILURE(run_kernel(a, kv_type, h_kv, with_sinks, isa_out));
+            ASSERT_NO_FATAL_FAILURE(run_kernel(a, kv_type, h_kv, with_sinks, q_tile, isa_out));
             ASSERT_EQ(std::memcmp(isa_out.data(), c_out.data(), c_out.size() * 4), 0) << "isa " << isa;
         }
         device_->platform.isa = host_isa;
     }
-    void run_kernel(const Attn& a, uint32_t kv_type, int64_t h_kv, bool with_sinks, std::vector<float>& got);
+    void run_kernel(const Attn& a, uint32_t kv_type, int64_t h_kv, bool with_sinks, uint32_t q_tile,
+                    std::vector<float>& got);
 };
 
 // Runs the op over q [D, T, H] F32, k, v, mask [KV, T] F32 (optional sinks [H]) and compares
 // with attention() in double: every output within 1e-5 of the reference (values of order 1).
 // The output [Dv, H, T] goes to `got`.
-void NpuDeviceFlashAttn::run_kernel(const Attn& a, uint32_t kv_type, int64_t h_kv, bool with_sinks,
+void NpuDeviceFlashAttn::run_kernel(const Attn& a, uint32_t kv_type, int64_t h_kv, bool with_sinks, uint32_t q_tile,
                                     std::vector<float>& got) {
     uint8_t* base = at<uint8_t>(0);
     std::vector<float> q(static_cast<size_t>(a.D * a.T * a.H)), mask(static_cast<size_t>(a.KV * a.T));
@@ -178,9 +179,9 @@ void NpuDeviceFlashAttn::run_kernel(const Attn& a, uint32_t kv_type, int64_t h_k
                                      : bb.op(TSL_NPU_OP_FLASH_ATTN_EXT, {tq, tk, tv, tm}, {td});
     set_f32(op, 0, a.scale);
     set_f32(op, 2, a.softcap);
-    const tsl_npu_softmax_kparams kp{a.m0, a.m0, a.H};
+    const tsl_npu_flash_attn_kparams kp{{a.m0, a.m0, a.H}, q_tile, 0};
     std::memcpy(op.kparams + TSL_NPU_KPARAMS_BODY, &kp, sizeof kp);
-    state_scratch(op, tsl_npu_flash_attn_scratch(a.D, a.Dv, 2));
+    state_scratch(op, tsl_npu_flash_attn_scratch(a.D, a.Dv, q_tile, 2));
     ASSERT_EQ(run(bb), TSL_NPU_OK);
     const std::vector<double> want = attention(a, q, k, v, mask, with_sinks ? &sinks : nullptr);
     const float* out = at<float>(out_off);
@@ -199,6 +200,12 @@ TEST_F(NpuDeviceFlashAttn, PromptShapeInRowGroupsOf8And4And2And1) {
     // the default model's attention (head dim 64, 9 query heads on 3 K/V heads) for a 47-token
     // prompt: runs of 47 rows per K/V head scored in groups of 8, 4, 2 and 1 rows
     run_and_compare(Attn{64, 64, 47, 9, 61, 0.125f, 0.0f, 1.0}, TSL_NPU_TYPE_F16, 3, false);
+}
+
+TEST_F(NpuDeviceFlashAttn, PlannedQueryTileOf5RowsGivesTheReferenceInItsSmallerScratch) {
+    // a 47-token prompt in runs of 5 query rows (the host's plan for a small VTCM), the scratch
+    // stated for 5-row tiles
+    run_and_compare(Attn{64, 64, 47, 9, 61, 0.125f, 0.0f, 1.0}, TSL_NPU_TYPE_F16, 3, false, 5);
 }
 
 TEST_F(NpuDeviceFlashAttn, Q8SinksAlibiSoftcap) {
@@ -232,7 +239,7 @@ TEST_F(NpuDeviceFlashAttn, ChecksRefuseWhatTheKernelDoesNotTake) {
         bb.tensors.back().size = row * static_cast<uint64_t>(w.k_ne[1] * w.k_ne[2]);
         const uint16_t tv = bb.tensor(buf, TSL_NPU_TYPE_F16, 16384, {32, 20, 2, 1});
         const uint16_t td = bb.tensor(buf, TSL_NPU_TYPE_F32, 32768, w.out_ne);
-        state_scratch(bb.op(TSL_NPU_OP_FLASH_ATTN_EXT, {tq, tk, tv}, {td}), tsl_npu_flash_attn_scratch(32, 32, 2));
+        state_scratch(bb.op(TSL_NPU_OP_FLASH_ATTN_EXT, {tq, tk, tv}, {td}), tsl_npu_flash_attn_scratch(32, 32, 0, 2));
         EXPECT_EQ(run(bb), w.want) << w.name;
     }
 }
@@ -244,7 +251,7 @@ TEST_F(NpuDeviceFlashAttn, StatingTooLittleScratchFailsAtItsOp) {
     const uint16_t tk = bb.tensor(buf, TSL_NPU_TYPE_F16, 8192, {32, 20, 2, 1});
     const uint16_t tv = bb.tensor(buf, TSL_NPU_TYPE_F16, 16384, {32, 20, 2, 1});
     const uint16_t td = bb.tensor(buf, TSL_NPU_TYPE_F32, 32768, {32, 4, 3, 1});
-    state_scratch(bb.op(TSL_NPU_OP_FLASH_ATTN_EXT, {tq, tk, tv}, {td}), tsl_npu_flash_attn_scratch(32, 32, 2) - 64);
+    state_scratch(bb.op(TSL_NPU_OP_FLASH_ATTN_EXT, {tq, tk, tv}, {td}), tsl_npu_flash_attn_scratch(32, 32, 0, 2) - 64);
     EXPECT_EQ(run(bb), TSL_NPU_ERR_NO_VTCM);
     EXPECT_EQ(rsp_.err_op, 0u);
 }

@@ -4,7 +4,10 @@
 // C, and AVX-512 VNNI where the CPU has it) against a double-precision sum over the reference
 // dequantization of the weights (quant::dequantize_row) and of the Q8 activations; the matrix-unit
 // kernel (AMX, where the CPU has it) the same way, after its reshape (checked byte by byte against
-// the tile accessors); the flat kernel's F16 widening (exact) and F32 dot product against double.
+// the tile accessors); the flat kernel's F16 widening (exact) and F32 dot product against double;
+// and the MUL_MAT / MUL_MAT_ID ops run on the device under host plans of small activation steps,
+// claim chunks, worker counts and DMA modes (tsl_npu_matmul_kparams): every plan gives the bits of
+// the one-step plan, which matches the reference.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,6 +22,7 @@
 #include <vector>
 
 #include "core/cpu_features.hpp"
+#include "npu/device_batch.hpp"
 #include "npu/host/tiled.hpp"
 #include "quant/blocks.hpp"
 #include "quant/quant.hpp"
@@ -417,6 +421,159 @@ TEST(NpuDeviceMatmul, FlatPiecesWidenExactlyAndDotWithinFloatRounding) {
         }
         EXPECT_NEAR(dot(a.data(), b.data(), 75), want, 1e-6 * mag);
     }
+}
+
+// MUL_MAT and MUL_MAT_ID ops on the device (posix platform, 2 workers) with a Q4_0 weight of 3 row
+// tiles (N = 70) and K = 128, under several plans.
+class NpuDeviceMatmulOp : public DeviceTest {
+protected:
+    static constexpr int64_t K = 128;
+    static constexpr uint32_t kType = TSL_NPU_TYPE_Q4_0;
+    static constexpr uint64_t kW = 0, kX = 64 * 1024, kIds = 192 * 1024, kOut = 256 * 1024;
+
+    // Writes a Q4_0 weight [K, n, e] in tiles at kW; returns its dequantized values [K, n, e].
+    std::vector<float> write_weight(int64_t n, int64_t e) {
+        const npu::tiled::Shape ne{K, n, e, 1};
+        const std::vector<float> wf = random_floats(static_cast<size_t>(K * n * e), 21);
+        std::vector<uint8_t> gguf(dtype_row_bytes(DType::Q4_0, K) * n * e);
+        quant::quantize_rows(DType::Q4_0, wf.data(), gguf.data(), n * e, K);
+        EXPECT_LE(npu::tiled::tiled_size(DType::Q4_0, ne), kX - kW);
+        npu::tiled::repack(DType::Q4_0, ne, gguf.data(), at<uint8_t>(kW));
+        std::vector<float> w(wf.size());
+        quant::dequantize_row(DType::Q4_0, gguf.data(), w.data(), K * n * e);
+        return w;
+    }
+    uint16_t weight_tensor(BatchBuilder& bb, uint32_t buf, int64_t n, int64_t e) {
+        const uint16_t t = bb.tensor(buf, TSL_NPU_TYPE_F32, kW, {K, n, e, 1});
+        bb.tensors.back().type = kType;
+        bb.tensors.back().flags = TSL_NPU_TENSOR_WEIGHT | TSL_NPU_TENSOR_REPACKED;
+        bb.tensors.back().size = npu::tiled::tiled_size(DType::Q4_0, {K, n, e, 1});
+        return t;
+    }
+    // Writes `rows` activation rows of K at kX; returns them as the kernel's Q8 dequantized.
+    std::vector<float> write_x(int64_t rows) {
+        const std::vector<float> xf = random_floats(static_cast<size_t>(K * rows), 22);
+        std::memcpy(at<float>(kX), xf.data(), xf.size() * 4);
+        std::vector<float> x(xf.size());
+        for (int64_t r = 0; r < rows; ++r) {
+            std::vector<quant::block_q8_0> q(K / 32);
+            quant::quantize_row(DType::Q8_0, &xf[static_cast<size_t>(r * K)], q.data(), K);
+            quant::dequantize_row(DType::Q8_0, q.data(), &x[static_cast<size_t>(r * K)], K);
+        }
+        return x;
+    }
+    // Runs op (its kparams `kp`, the scratch its plan states for `rows` src1 rows) and returns dst's floats.
+    std::vector<float> run_plan(BatchBuilder bb, tsl_npu_matmul_kparams kp, int64_t rows, int64_t experts, size_t n_out) {
+        tsl_npu_op_desc& op = bb.ops.back();
+        const uint64_t step = kp.act_rows ? kp.act_rows : static_cast<uint64_t>(rows);
+        const tsl_npu_kparams_header h{static_cast<uint32_t>(tsl_npu_matmul_scratch(
+                                           kp.kernel, kp.dma, tsl_npu_tile_bytes(kType), K, static_cast<int64_t>(step),
+                                           experts, kp.threads ? kp.threads : 2)),
+                                       0};
+        std::memcpy(op.kparams, &h, sizeof h);
+        std::memcpy(op.kparams + TSL_NPU_KPARAMS_BODY, &kp, sizeof kp);
+        std::fill(at<float>(kOut), at<float>(kOut) + n_out, -7.0f);
+        EXPECT_EQ(run(bb), TSL_NPU_OK);
+        return std::vector<float>(at<float>(kOut), at<float>(kOut) + n_out);
+    }
+    // The plans: one step (the kparams defaults), then steps of 5 rows on one worker in place, of 1
+    // row with chunks of 3, of 13 rows as copies, of 20 rows with chunks of 1.
+    static std::vector<tsl_npu_matmul_kparams> plans() {
+        return {{TSL_NPU_MM_TILED, 1, 0, 0, 0, 0},  {TSL_NPU_MM_TILED, 0, 5, 1, 1, 0},
+                {TSL_NPU_MM_TILED, 1, 1, 3, 2, 0},  {TSL_NPU_MM_TILED, 2, 13, 2, 2, 0},
+                {TSL_NPU_MM_TILED, 1, 20, 1, 0, 0}};
+    }
+};
+
+// |got - want| within float rounding of the dot's magnitude (as check_tile_kernel).
+void expect_dot(float got, const float* w, const float* x, const char* what, size_t i) {
+    double want = 0.0, mag = 0.0;
+    for (int64_t k = 0; k < 128; ++k) {
+        want += static_cast<double>(w[k]) * x[k];
+        mag += std::fabs(static_cast<double>(w[k]) * x[k]);
+    }
+    EXPECT_NEAR(got, want, 1e-6 * mag + 1e-30) << what << " " << i;
+}
+
+TEST_F(NpuDeviceMatmulOp, MulMatInPlannedStepsChunksAndWorkersGivesTheOneStepBits) {
+    // weight [K, 70] broadcast over x [K, 13, 3]: steps of 5 and 20 rows end inside a batch
+    constexpr int64_t N = 70, M = 13, B = 3;
+    const std::vector<float> w = write_weight(N, 1);
+    const std::vector<float> x = write_x(M * B);
+    BatchBuilder bb;
+    const uint32_t buf = bb.buffer(data_);
+    const uint16_t tw = weight_tensor(bb, buf, N, 1);
+    const uint16_t tx = bb.tensor(buf, TSL_NPU_TYPE_F32, kX, {K, M, B, 1});
+    const uint16_t td = bb.tensor(buf, TSL_NPU_TYPE_F32, kOut, {N, M, B, 1});
+    bb.op(TSL_NPU_OP_MUL_MAT, {tw, tx}, {td});
+    const size_t n_out = static_cast<size_t>(N * M * B);
+    const std::vector<float> one_step = run_plan(bb, plans()[0], M * B, 0, n_out);
+    for (int64_t r = 0; r < M * B; ++r)
+        for (int64_t n = 0; n < N; ++n)
+            expect_dot(one_step[static_cast<size_t>(r * N + n)], &w[static_cast<size_t>(n * K)],
+                       &x[static_cast<size_t>(r * K)], "MUL_MAT", static_cast<size_t>(r * N + n));
+    for (const tsl_npu_matmul_kparams& kp : plans()) {
+        SCOPED_TRACE("act_rows " + std::to_string(kp.act_rows) + " chunk " + std::to_string(kp.chunk) + " threads " +
+                     std::to_string(kp.threads) + " dma " + std::to_string(kp.dma));
+        EXPECT_EQ(run_plan(bb, kp, M * B, 0, n_out), one_step);
+    }
+}
+
+TEST_F(NpuDeviceMatmulOp, MulMatIdInPlannedStepsGivesTheOneStepBitsAndZeroColumnsForBadIds) {
+    // 4 experts [K, 40]; x [K, 2, 9] (U = 2), ids [2, 9]: column (e, t) = expert ids[e, t] . x row
+    // (e, t); token 4's second id is out of range (a zero column)
+    constexpr int64_t N = 40, E = 4, U = 2, T = 9;
+    const std::vector<float> w = write_weight(N, E);
+    const std::vector<float> x = write_x(U * T);
+    int32_t* ids = at<int32_t>(kIds);
+    for (int64_t t = 0; t < T; ++t)
+        for (int64_t e = 0; e < U; ++e) ids[t * U + e] = static_cast<int32_t>((t * 3 + e * 2) % E);
+    ids[4 * U + 1] = 7;
+    BatchBuilder bb;
+    const uint32_t buf = bb.buffer(data_);
+    const uint16_t tw = weight_tensor(bb, buf, N, E);
+    const uint16_t tx = bb.tensor(buf, TSL_NPU_TYPE_F32, kX, {K, U, T, 1});
+    const uint16_t ti = bb.tensor(buf, TSL_NPU_TYPE_I32, kIds, {U, T, 1, 1});
+    const uint16_t td = bb.tensor(buf, TSL_NPU_TYPE_F32, kOut, {N, U, T, 1});
+    bb.op(TSL_NPU_OP_MUL_MAT_ID, {tw, tx, ti}, {td});
+    const size_t n_out = static_cast<size_t>(N * U * T);
+    const std::vector<float> one_step = run_plan(bb, plans()[0], U * T, E, n_out);
+    for (int64_t t = 0; t < T; ++t)
+        for (int64_t e = 0; e < U; ++e) {
+            const int32_t id = ids[t * U + e];
+            for (int64_t n = 0; n < N; ++n) {
+                const size_t i = static_cast<size_t>((t * U + e) * N + n);
+                if (id >= E) {
+                    EXPECT_EQ(one_step[i], 0.0f) << i;
+                    continue;
+                }
+                expect_dot(one_step[i], &w[static_cast<size_t>((id * N + n) * K)], &x[static_cast<size_t>((t * U + e) * K)],
+                           "MUL_MAT_ID", i);
+            }
+        }
+    for (const tsl_npu_matmul_kparams& kp : plans()) {
+        SCOPED_TRACE("act_rows " + std::to_string(kp.act_rows) + " chunk " + std::to_string(kp.chunk) + " threads " +
+                     std::to_string(kp.threads) + " dma " + std::to_string(kp.dma));
+        EXPECT_EQ(run_plan(bb, kp, U * T, E, n_out), one_step);
+    }
+}
+
+TEST_F(NpuDeviceMatmulOp, StatingLessThanAStepsScratchFailsAtItsOp) {
+    write_weight(70, 1);
+    write_x(39);
+    BatchBuilder bb;
+    const uint32_t buf = bb.buffer(data_);
+    const uint16_t tw = weight_tensor(bb, buf, 70, 1);
+    const uint16_t tx = bb.tensor(buf, TSL_NPU_TYPE_F32, kX, {K, 39, 1, 1});
+    const uint16_t td = bb.tensor(buf, TSL_NPU_TYPE_F32, kOut, {70, 39, 1, 1});
+    tsl_npu_op_desc& op = bb.op(TSL_NPU_OP_MUL_MAT, {tw, tx}, {td});
+    const tsl_npu_matmul_kparams kp{TSL_NPU_MM_TILED, 0, 10, 1, 2, 0};
+    const uint64_t need = tsl_npu_matmul_scratch(TSL_NPU_MM_TILED, 0, tsl_npu_tile_bytes(kType), K, 10, 0, 2);
+    const tsl_npu_kparams_header h{static_cast<uint32_t>(need - 64), 0};
+    std::memcpy(op.kparams, &h, sizeof h);
+    std::memcpy(op.kparams + TSL_NPU_KPARAMS_BODY, &kp, sizeof kp);
+    EXPECT_EQ(run(bb), TSL_NPU_ERR_NO_VTCM);
+    EXPECT_EQ(rsp_.err_op, 0u);
 }
 
 }  // namespace

@@ -67,8 +67,14 @@ TEST(NpuPlan, FlashAttnTakesQueryTilesAndAKeyBlockPerWorker) {
     // and values: (64 + 16) * (48 + 32) * 4 bytes
     const uint64_t per_worker = (64 + 16) * (48 + 32) * 4;
     EXPECT_EQ(plan_scratch(*out, DeviceBudget{1u << 20, 2}), 2 * per_worker);
-    EXPECT_TRUE(plan_fits(*out, DeviceBudget{2 * per_worker, 2}));
-    EXPECT_FALSE(plan_fits(*out, DeviceBudget{2 * per_worker - 1, 2}));
+    EXPECT_EQ(plan_flash_attn_qtile(*out, DeviceBudget{2 * per_worker, 2}), 64u);
+    // a byte less: tiles of 63 query rows; the smallest plan is a tile of one row
+    EXPECT_EQ(plan_flash_attn_qtile(*out, DeviceBudget{2 * per_worker - 1, 2}), 63u);
+    EXPECT_EQ(plan_scratch(*out, DeviceBudget{2 * per_worker - 1, 2}), 2u * (63 + 16) * (48 + 32) * 4);
+    const uint64_t one_row = 2 * (1 + 16) * (48 + 32) * 4;
+    EXPECT_EQ(plan_flash_attn_qtile(*out, DeviceBudget{one_row, 2}), 1u);
+    EXPECT_TRUE(plan_fits(*out, DeviceBudget{one_row, 2}));
+    EXPECT_FALSE(plan_fits(*out, DeviceBudget{one_row - 1, 2}));
 }
 
 // Sets an environment variable for one test.

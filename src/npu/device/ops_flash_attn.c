@@ -16,9 +16,9 @@
  *
  * The kernel (ops_flash_attn.inc, built per ISA: ops_flash_attn.h): the workers split the query
  * rows (ordered t fastest, then h, then b) and walk the keys in blocks of 16 for runs of query rows
- * reading the same K/V heads, scoring several rows at once against each converted block. Query
- * rows, accumulators and the converted block sit in VTCM (tsl_npu_flash_attn_scratch bytes, stated
- * in the kparams header). Float arithmetic (vec.h), where the reference sums in double. */
+ * reading the same K/V heads (up to the host's q_tile rows a run, tsl_npu_flash_attn_kparams),
+ * scoring several rows at once against each converted block. Query rows, accumulators and the
+ * converted block sit in VTCM (tsl_npu_flash_attn_scratch bytes, stated in the kparams header). Float arithmetic (vec.h), where the reference sums in double. */
 #include "npu/device/ops_flash_attn.h"
 
 static uint32_t kv_type_ok(const tsl_npu_view* t) {
@@ -55,10 +55,13 @@ int32_t tsl_npu_flash_attn_check(const tsl_npu_op_ctx* c) {
 int32_t tsl_npu_flash_attn_run(tsl_npu_op_ctx* c) {
     const int64_t D = c->src[0].ne[0], Dv = c->src[2].ne[0];
     const uint32_t n_threads = c->platform->n_threads;
-    tsl_npu_fa_task t = {c, 0, tsl_npu_flash_attn_scratch(D, Dv, 1) / 4u, 0, 0};
+    tsl_npu_flash_attn_kparams kp;
+    __builtin_memcpy(&kp, c->op->kparams + TSL_NPU_KPARAMS_BODY, sizeof kp);
+    const uint32_t q_tile = kp.q_tile && kp.q_tile < TSL_NPU_FA_QTILE ? kp.q_tile : TSL_NPU_FA_QTILE;
+    tsl_npu_fa_task t = {c, 0, tsl_npu_flash_attn_scratch(D, Dv, q_tile, 1) / 4u, 0, 0, (int)q_tile};
     t.Dp = (D + TSL_VF_LANES - 1) / TSL_VF_LANES * TSL_VF_LANES;
     t.Dvp = (Dv + TSL_VF_LANES - 1) / TSL_VF_LANES * TSL_VF_LANES;
-    t.base = (float*)tsl_npu_vtcm_alloc(c->vtcm, tsl_npu_flash_attn_scratch(D, Dv, n_threads), TSL_NPU_VTCM_ALIGN);
+    t.base = (float*)tsl_npu_vtcm_alloc(c->vtcm, tsl_npu_flash_attn_scratch(D, Dv, q_tile, n_threads), TSL_NPU_VTCM_ALIGN);
     if (!t.base) return TSL_NPU_ERR_NO_VTCM; /* the op stated less than its kernel takes */
     const tsl_npu_view* q = &c->src[0];
     tsl_npu_task_fn rows = tsl_npu_fa_rows_c;

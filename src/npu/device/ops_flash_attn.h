@@ -10,12 +10,14 @@
 #include "npu/device/ops.h"
 
 /* One run of the op: its context, the workers' scratch (worker i's part at base + i *
- * worker_floats, tsl_npu_flash_attn_scratch), D and Dv rounded up to 16 (Dp, Dvp). */
+ * worker_floats, tsl_npu_flash_attn_scratch), D and Dv rounded up to 16 (Dp, Dvp), and the query
+ * rows per run (the host's q_tile, 1..TSL_NPU_FA_QTILE). */
 typedef struct tsl_npu_fa_task {
     const tsl_npu_op_ctx* c;
     float* base;
     uint64_t worker_floats;
     int64_t Dp, Dvp;
+    int q_tile;
 } tsl_npu_fa_task;
 
 /* Worker `worker` of n_workers computes its share of the query rows (arg: a tsl_npu_fa_task). */

@@ -9,10 +9,11 @@
  * (e % U, t); an id outside [0, E) gives a zero column.
  *
  * The host picks the kernel (tsl_npu_matmul_kparams.kernel) and the check holds it to the weight:
- *  - TILED: the weight is REPACKED (32x32 tiles of Q4_0, Q4_1, Q8_0, IQ4_NL or MXFP4). Every
- *    activation row is first quantized to Q8 per 32-block into VTCM (workers split the rows), then
- *    the workers claim the items (a 32-row row tile of one weight matrix, with the activation
- *    columns it serves) in chunks from a shared atomic cursor and run the tile micro-kernel (ops_matmul.h) over up to TSL_NPU_MM_COLS
+ *  - TILED: the weight is REPACKED (32x32 tiles of Q4_0, Q4_1, Q8_0, IQ4_NL or MXFP4). The
+ *    activations go in steps of kparams.act_rows src1 rows (the host's plan, sized to the VTCM): a
+ *    step's rows are quantized to Q8 per 32-block into VTCM (workers split the rows), then the
+ *    workers claim the items (a 32-row row tile of one weight matrix, with the step's activation
+ *    columns it serves) in chunks of kparams.chunk from a shared atomic cursor and run the tile micro-kernel (ops_matmul.h) over up to TSL_NPU_MM_COLS
  *    columns per pass. With kparams.dma, each worker starts the transfer of the next item's row
  *    tile (its K tiles) into one of its two VTCM buffers through the platform's DMA stand-in while
  *    computing the current one from the other (dma 2: as copies even where the platform would
@@ -24,7 +25,9 @@
  *  - FLAT: a plain F16/F32 weight (rows contiguous: nb[0] = element size). Items as above; each
  *    F16 weight row is widened to F32 in the worker's VTCM row buffer (F32 rows are read in
  *    place) and dotted with the columns' F32 rows in float (16 partial sums).
- * Scratch: tsl_npu_matmul_scratch (proto.h), exactly what the host stated. */
+ * Only kparams.threads workers take part (the others return at once).
+ * Scratch: tsl_npu_matmul_scratch (proto.h) of one step's rows and the planned workers, exactly
+ * what the host stated. */
 #include "npu/device/ops.h"
 #include "npu/device/ops_matmul.h"
 
@@ -37,7 +40,9 @@ typedef struct mm_job {
     int64_t k, n, n_rt, n_kt, n_items;
     int64_t r2, r3; /* MUL_MAT weight broadcast */
     uint32_t tile_bytes;
-    uint8_t* act; /* TILED: the Q8 activation rows */
+    uint8_t* act; /* TILED: the Q8 activation rows of the step */
+    int64_t row0, row_end; /* the step: src1 rows [row0, row_end) (rows in ne order) */
+    uint32_t threads;      /* workers that run the op (kparams.threads) */
     uint64_t act_row_bytes, q_bytes, s_bytes;
     uint8_t* worker_base;
     uint64_t worker_bytes;
@@ -109,8 +114,13 @@ static void item_coords(const mm_job* j, int64_t item, int64_t* rt, int64_t* mat
     *matrix = *i2 / j->r2 + j->w->ne[2] * (*i3 / j->r3);
 }
 
+/* MUL_MAT: the item's activation batch has rows in the step; MUL_MAT_ID: its expert has columns
+ * there (the counts are the step's). */
 static int item_has_work(const mm_job* j, int64_t item) {
-    return !j->is_id || j->expert_count[item / j->n_rt] > 0;
+    if (j->is_id) return j->expert_count[item / j->n_rt] > 0;
+    if (j->row0 == 0 && j->row_end == tsl_npu_n_rows(j->x)) return 1; /* one step: no division per claim */
+    const int64_t base = j->x->ne[1] * (item / j->n_rt);
+    return base < j->row_end && base + j->x->ne[1] > j->row0;
 }
 
 /* Items are handed out dynamically: a worker claims `chunk` consecutive items at a time from the
@@ -134,15 +144,18 @@ static int32_t id_at(const tsl_npu_view* ids, int64_t e, int64_t t) {
     return *(const int32_t*)tsl_npu_elem(ids, e, t, 0, 0);
 }
 
-/* The next up to TSL_NPU_MM_COLS columns of an item from *cursor on: each column's activation row
- * index (into src1's rows) and its dst address at row 0 of the row tile. Returns the count. */
+/* The next up to TSL_NPU_MM_COLS columns of an item from *cursor on whose activation rows lie in the
+ * step: each column's activation row index (into src1's rows) and its dst address at row 0 of the
+ * row tile. Returns the count. */
 static uint32_t next_cols(const mm_job* j, int64_t rt, int64_t matrix, int64_t i2, int64_t i3, int64_t* cursor,
                           int64_t* rows, uint8_t** outs) {
     uint32_t n = 0;
     if (!j->is_id) {
-        const int64_t m_count = j->x->ne[1];
-        for (; *cursor < m_count && n < TSL_NPU_MM_COLS; ++*cursor, ++n) {
-            rows[n] = *cursor + m_count * (i2 + j->x->ne[2] * i3);
+        const int64_t m_count = j->x->ne[1], base = m_count * (i2 + j->x->ne[2] * i3);
+        const int64_t hi = j->row_end - base < m_count ? j->row_end - base : m_count;
+        if (*cursor < j->row0 - base) *cursor = j->row0 - base;
+        for (; *cursor < hi && n < TSL_NPU_MM_COLS; ++*cursor, ++n) {
+            rows[n] = *cursor + base;
             outs[n] = tsl_npu_elem(j->d, rt * 32, *cursor, i2, i3);
         }
         return n;
@@ -150,7 +163,7 @@ static uint32_t next_cols(const mm_job* j, int64_t rt, int64_t matrix, int64_t i
     const int64_t n_used = j->ids->ne[0], total = n_used * j->ids->ne[1], u = j->x->ne[1];
     for (; *cursor < total && n < TSL_NPU_MM_COLS; ++*cursor) {
         const int64_t e = *cursor % n_used, t = *cursor / n_used;
-        if (id_at(j->ids, e, t) != matrix) continue;
+        if (id_at(j->ids, e, t) != matrix || e % u + u * t < j->row0 || e % u + u * t >= j->row_end) continue;
         rows[n] = e % u + u * t;
         outs[n] = tsl_npu_elem(j->d, rt * 32, e, t, 0);
         ++n;
@@ -184,10 +197,11 @@ static const uint8_t* item_tiles(const mm_job* j, int64_t rt, int64_t matrix) {
 static void quantize_work(void* arg, uint32_t worker, uint32_t n_workers) {
     const mm_job* j = (const mm_job*)arg;
     int64_t begin, end, pending = 0;
-    tsl_npu_split(tsl_npu_n_rows(j->x), worker, n_workers, &begin, &end);
+    if (worker >= j->threads) return;
+    tsl_npu_split(j->row_end - j->row0, worker, n_workers < j->threads ? n_workers : j->threads, &begin, &end);
     for (int64_t r = begin; r < end; ++r) {
         int64_t i1, i2, i3;
-        tsl_npu_row_coords(j->x, r, &i1, &i2, &i3);
+        tsl_npu_row_coords(j->x, j->row0 + r, &i1, &i2, &i3);
         uint8_t* row = j->act + (uint64_t)r * j->act_row_bytes;
         j->quantize_fn((const float*)tsl_npu_elem(j->x, 0, i1, i2, i3), j->k, (int8_t*)row,
                                 (float*)(row + j->q_bytes), (int32_t*)(row + j->q_bytes + j->s_bytes));
@@ -197,6 +211,7 @@ static void quantize_work(void* arg, uint32_t worker, uint32_t n_workers) {
 
 static void tiled_work(void* arg, uint32_t worker, uint32_t n_workers) {
     const mm_job* j = (const mm_job*)arg;
+    if (worker >= j->threads) return;
     const tsl_npu_platform* p = j->c->platform;
     uint8_t* mine = j->worker_base + (uint64_t)worker * j->worker_bytes;
     float* acc = (float*)mine;
@@ -252,7 +267,7 @@ static void tiled_work(void* arg, uint32_t worker, uint32_t n_workers) {
         uint32_t n_cols;
         while ((n_cols = next_cols(j, rt, matrix, i2, i3, &cursor, rows, outs)) > 0) {
             for (uint32_t c = 0; c < n_cols; ++c) {
-                act[c] = j->act + (uint64_t)rows[c] * j->act_row_bytes;
+                act[c] = j->act + (uint64_t)(rows[c] - j->row0) * j->act_row_bytes;
                 /* the columns' dst rows are far apart (N floats): ask for their lines now, for
                  * writing, so the misses overlap the pass instead of stalling store_cols */
                 __builtin_prefetch(outs[c], 1, 3);
@@ -269,7 +284,7 @@ static void tiled_work(void* arg, uint32_t worker, uint32_t n_workers) {
 #if defined(__x86_64__) || defined(__i386__)
     if (amx) tsl_npu_mm_amx_end();
 #endif
-    if (amx) *reshape_slot(j, worker) = reshape_ns;
+    if (amx) *reshape_slot(j, worker) += reshape_ns;
 }
 
 /* ---- FLAT -------------------------------------------------------------------------------- */
@@ -287,6 +302,7 @@ static const float* x_row(const mm_job* j, int64_t row) {
 
 static void flat_work(void* arg, uint32_t worker, uint32_t n_workers) {
     const mm_job* j = (const mm_job*)arg;
+    if (worker >= j->threads) return;
     float* wrow = (float*)(j->worker_base + (uint64_t)worker * j->worker_bytes);
     (void)n_workers;
     int64_t rows[TSL_NPU_MM_COLS];
@@ -333,8 +349,14 @@ static int32_t mm_run(tsl_npu_op_ctx* c, int is_id) {
     j.r2 = j.x->ne[2] / j.w->ne[2];
     j.r3 = j.x->ne[3] / j.w->ne[3];
     j.n_items = j.n_rt * (is_id ? j.w->ne[2] : j.x->ne[2] * j.x->ne[3]);
-    const uint32_t workers = c->platform->n_threads ? c->platform->n_threads : 1u;
+    const uint32_t n_workers = c->platform->n_threads ? c->platform->n_threads : 1u;
+    const uint32_t workers = j.kp.threads && j.kp.threads < n_workers ? j.kp.threads : n_workers;
+    const int64_t n_rows = tsl_npu_n_rows(j.x);
+    j.threads = workers;
     const int tiled = j.kp.kernel == TSL_NPU_MM_TILED || j.kp.kernel == TSL_NPU_MM_MATRIX;
+    /* tiled kernels quantize and run the activations a step of kparams.act_rows rows at a time
+     * (each item once per step, against the step's columns); flat reads them in place at once */
+    const int64_t step = tiled && j.kp.act_rows && j.kp.act_rows < n_rows ? j.kp.act_rows : n_rows;
     j.tile_fn = tsl_npu_mm_tile_cols_c;
     j.widen_fn = tsl_npu_mm_widen_c;
     j.dot_fn = tsl_npu_mm_dot_c;
@@ -364,7 +386,7 @@ static int32_t mm_run(tsl_npu_op_ctx* c, int is_id) {
         j.q_bytes = align64((uint64_t)j.k);
         j.s_bytes = align64((uint64_t)j.n_kt * 4u);
         j.act_row_bytes = tsl_npu_q8_row_bytes(j.k);
-        j.act = (uint8_t*)tsl_npu_vtcm_alloc(c->vtcm, (uint64_t)tsl_npu_n_rows(j.x) * j.act_row_bytes, 0);
+        j.act = (uint8_t*)tsl_npu_vtcm_alloc(c->vtcm, (uint64_t)step * j.act_row_bytes, 0);
         j.panel_offset = (uint64_t)TSL_NPU_MM_COLS * 32u * 4u + (j.kp.dma ? 2u * align64((uint64_t)j.n_kt * j.tile_bytes) : 0u);
         j.worker_bytes = j.panel_offset;
         if (j.kp.kernel == TSL_NPU_MM_MATRIX) j.worker_bytes += (uint64_t)j.n_kt * TSL_NPU_MM_MATRIX_TILE_BYTES + 64u;
@@ -375,27 +397,37 @@ static int32_t mm_run(tsl_npu_op_ctx* c, int is_id) {
     int32_t* counts = 0;
     if (is_id) counts = (int32_t*)tsl_npu_vtcm_alloc(c->vtcm, (uint64_t)j.w->ne[2] * 4u, 0);
     if ((tiled && !j.act) || !j.worker_base || (is_id && !counts)) return TSL_NPU_ERR_NO_VTCM;
-    if (is_id) {
-        for (int64_t e = 0; e < j.w->ne[2]; ++e) counts[e] = 0;
+    if (is_id) /* ids out of range: zero columns */
         for (int64_t t = 0; t < j.ids->ne[1]; ++t)
             for (int64_t e = 0; e < j.ids->ne[0]; ++e) {
                 const int32_t id = id_at(j.ids, e, t);
-                if (id >= 0 && id < j.w->ne[2]) {
-                    ++counts[id];
-                    continue;
-                }
-                for (int64_t n = 0; n < j.n; ++n) *(float*)tsl_npu_elem(j.d, n, e, t, 0) = 0.0f;
+                if (id < 0 || id >= j.w->ne[2])
+                    for (int64_t n = 0; n < j.n; ++n) *(float*)tsl_npu_elem(j.d, n, e, t, 0) = 0.0f;
             }
-        j.expert_count = counts;
-    }
-    const int64_t work = j.n * tsl_npu_n_rows(j.d) * j.k; /* multiply-adds */
+    j.expert_count = counts;
     int64_t cursor = 0;
     j.cursor = &cursor;
     j.chunk = j.n_items / (4 * (int64_t)workers) > 1 ? j.n_items / (4 * (int64_t)workers) : 1; /* ~4 chunks a worker */
+    if (j.kp.chunk) j.chunk = j.kp.chunk;
     if (j.kp.kernel == TSL_NPU_MM_MATRIX) /* a small op runs on worker 0 alone */
         for (uint32_t w = 0; w < workers; ++w) *reshape_slot(&j, w) = 0;
-    if (tiled) tsl_npu_ops_parallel(c, tsl_npu_n_elements(j.x), quantize_work, &j);
-    tsl_npu_ops_parallel(c, work, tiled ? tiled_work : flat_work, &j); /* claims from cursor 0 */
+    for (j.row0 = 0; j.row0 < n_rows; j.row0 += step) {
+        j.row_end = j.row0 + step < n_rows ? j.row0 + step : n_rows;
+        if (is_id) { /* the step's columns per expert */
+            const int64_t u = j.x->ne[1];
+            for (int64_t e = 0; e < j.w->ne[2]; ++e) counts[e] = 0;
+            for (int64_t t = 0; t < j.ids->ne[1]; ++t)
+                for (int64_t e = 0; e < j.ids->ne[0]; ++e) {
+                    const int32_t id = id_at(j.ids, e, t);
+                    const int64_t row = e % u + u * t;
+                    if (id >= 0 && id < j.w->ne[2] && row >= j.row0 && row < j.row_end) ++counts[id];
+                }
+        }
+        cursor = 0;
+        const int64_t work = j.n * (j.row_end - j.row0) * (tsl_npu_n_rows(j.d) / (n_rows ? n_rows : 1)) * j.k;
+        if (tiled) tsl_npu_ops_parallel(c, (j.row_end - j.row0) * j.k, quantize_work, &j);
+        tsl_npu_ops_parallel(c, work, tiled ? tiled_work : flat_work, &j); /* claims from cursor 0 */
+    }
     if (j.kp.kernel == TSL_NPU_MM_MATRIX)
         for (uint32_t w = 0; w < workers; ++w) c->reshape_ns += *reshape_slot(&j, w);
     c->bytes = j.w->size + (uint64_t)tsl_npu_n_elements(j.x) * 4u + (uint64_t)tsl_npu_n_elements(j.d) * 4u;

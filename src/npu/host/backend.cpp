@@ -114,6 +114,9 @@ void NpuBackend::graph_compute(const std::vector<Tensor*>& nodes, uint64_t graph
             if (profile) batch_.describe_last(profile_text(*node));
             if (verbose)
                 tessel::logf(LogLevel::Debug, "npu: %s op %u %s %s", session_.name().c_str(), idx, op_name(node->op), describe(*node).c_str());
+            if (verbose > 1)
+                if (const std::string plan = plan_text(*node, device_.budget()); !plan.empty())
+                    tessel::logf(LogLevel::Debug, "npu: %s op %u plan %s", session_.name().c_str(), idx, plan.c_str());
         }
         if (recording_ && !batch_.empty()) recording_->push_back(batch_);  // recorded now, sent by the next flush
     } catch (...) {

@@ -138,7 +138,7 @@ bool mul_mat_id_ok(const Tensor& t) {
 }
 
 tsl_npu_matmul_kparams matmul_kparams(const Tensor& t, const DeviceBudget& budget) {
-    return tsl_npu_matmul_kparams{plan_matmul_kernel(t, budget), budget.dma};
+    return matmul_kparams_of(plan_matmul(t, budget));
 }
 
 bool set_rows_ok(const Tensor& t) {
@@ -322,7 +322,7 @@ DeviceOp translate(const Tensor& t, const DeviceBudget& budget) {
     case Op::FLASH_ATTN_EXT:  // q, k, v, mask, sinks; the ALiBi bases as SOFT_MAX's (same rule, q's heads)
         d.opcode = TSL_NPU_OP_FLASH_ATTN_EXT;
         for (int i = 1; i < 5; ++i) order[i] = i;
-        put_kparams(d, softmax_kparams(t));
+        put_kparams(d, tsl_npu_flash_attn_kparams{softmax_kparams(t), plan_flash_attn_qtile(t, budget), 0});
         break;
     default: d.opcode = TSL_NPU_OP_CPY; break;  // CPY, CONT, DUP: element copy with conversion
     }

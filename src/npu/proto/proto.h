@@ -13,8 +13,8 @@
  * fills for every op it plans (zero for ops it does not plan, e.g. FENCE and MEMCPY):
  *     bytes [0, 4)   scratch_bytes: VTCM bytes the op's kernel needs (0: none)
  *     bytes [4, 8)   flags: reserved, 0
- *     bytes [8, 256) the op's own parameters (tsl_npu_rope_kparams, tsl_npu_softmax_kparams for
- *                    SOFT_MAX and FLASH_ATTN_EXT, tsl_npu_matmul_kparams), at
+ *     bytes [8, 256) the op's own parameters (tsl_npu_rope_kparams, tsl_npu_softmax_kparams,
+ *                    tsl_npu_flash_attn_kparams, tsl_npu_matmul_kparams), at
  *                    TSL_NPU_KPARAMS_BODY (8-byte aligned: kparams sits at byte 72 of the op)
  * The device refuses a batch with an op whose scratch_bytes exceed its VTCM (TSL_NPU_ERR_NO_VTCM,
  * err_op = that op) before running any op, and gives each op's kernel at most scratch_bytes.
@@ -93,7 +93,7 @@ enum tsl_npu_opcode {
                                  broadcast); kparams: tsl_npu_matmul_kparams */
     TSL_NPU_OP_MUL_MAT_ID = 20, /* dst F32 [N, n_used, T] column (e, t) = src0 expert src2[e, t] . src1 [K, U, T]
                                    column (e % U, t); ids out of range give zero columns */
-    TSL_NPU_OP_FLASH_ATTN_EXT = 21, /* src0 q, src1 k, src2 v, src3 mask, src4 sinks; kparams: tsl_npu_softmax_kparams */
+    TSL_NPU_OP_FLASH_ATTN_EXT = 21, /* src0 q, src1 k, src2 v, src3 mask, src4 sinks; kparams: tsl_npu_flash_attn_kparams */
     TSL_NPU_OP_COUNT = 22
 };
 
@@ -186,7 +186,7 @@ typedef struct tsl_npu_rope_kparams {
     double corr_hi;
 } tsl_npu_rope_kparams;
 
-/* Kernel parameters of SOFT_MAX and FLASH_ATTN_EXT (at TSL_NPU_KPARAMS_BODY of the op's kparams): the ALiBi slope of head h is m0^(h + 1) for h < n_head_log2,
+/* Kernel parameters of SOFT_MAX (at TSL_NPU_KPARAMS_BODY of the op's kparams; FLASH_ATTN_EXT's start with them): the ALiBi slope of head h is m0^(h + 1) for h < n_head_log2,
  * else m1^(2 (h - n_head_log2) + 1) (all slopes 1 when max_bias == 0: m0 = m1 = 1). */
 typedef struct tsl_npu_softmax_kparams {
     double m0;
@@ -209,10 +209,17 @@ enum tsl_npu_mm_kernel {
 };
 
 /* Kernel parameters of MUL_MAT and MUL_MAT_ID (at TSL_NPU_KPARAMS_BODY of the op's kparams). */
+/* The host's plan (src/npu/host/plan_matmul.hpp); a 0 in the last three fields means the kernel's
+ * default: every activation row in one step, ~4 claims per worker, every worker. */
 typedef struct tsl_npu_matmul_kparams {
     uint32_t kernel; /* enum tsl_npu_mm_kernel */
     uint32_t dma;    /* TILED: 0 reads tiles in place; 1 streams each row tile's K tiles through the platform's DMA
                         stand-in (double-buffered; a platform may prefetch and read in place); 2 the same as copies */
+    uint32_t act_rows; /* TILED, MATRIX: src1 rows quantized to Q8 into VTCM per step (rows in ne order); every
+                          item runs once per step against that step's columns */
+    uint32_t chunk;    /* items (row tiles) a worker claims at a time */
+    uint32_t threads;  /* workers that run the op (<= hwinfo.n_threads); the others return at once */
+    uint32_t reserved; /* 0 */
 } tsl_npu_matmul_kparams;
 
 /* Activation columns a matmul kernel computes per pass over a row tile (its accumulators). */
@@ -244,13 +251,13 @@ static inline uint64_t tsl_npu_q8_row_bytes(int64_t k) {
 
 /* VTCM bytes a matmul states (and its kernel takes), every piece rounded up to 64 bytes:
  *  FLAT:  per worker one F32 weight row (k floats).
- *  TILED: the Q8 activations (act_rows rows of tsl_npu_q8_row_bytes(k)); per worker the
+ *  TILED: the Q8 activations of one step (act_rows rows of tsl_npu_q8_row_bytes(k)); per worker the
  *         accumulators (TSL_NPU_MM_COLS x 32 floats) and, with dma, two buffers of one row tile's
  *         k/32 tiles (tile_bytes each).
  *  MATRIX: as TILED, plus per worker one row tile's k/32 reshaped tiles
  *         (TSL_NPU_MM_MATRIX_TILE_BYTES each) and 64 bytes of counters.
  *  All, for MUL_MAT_ID (n_experts > 0): a column count per expert (int32).
- * n_threads 0 counts as 1. */
+ * n_threads: the workers that run it (kparams.threads); 0 counts as 1. */
 static inline uint64_t tsl_npu_matmul_scratch(uint32_t kernel, uint32_t dma, uint32_t tile_bytes, int64_t k,
                                               int64_t act_rows, int64_t n_experts, uint32_t n_threads) {
     const uint64_t workers = n_threads ? n_threads : 1u;
@@ -262,17 +269,28 @@ static inline uint64_t tsl_npu_matmul_scratch(uint32_t kernel, uint32_t dma, uin
     return (uint64_t)act_rows * tsl_npu_q8_row_bytes(k) + workers * per_worker + experts;
 }
 
-/* Query rows FLASH_ATTN_EXT's kernel runs together against each converted block of 16 keys. */
+/* Most query rows FLASH_ATTN_EXT's kernel runs together against each converted block of 16 keys
+ * (its per-row state lives on the worker's stack); the host plans q_tile <= this. */
 #define TSL_NPU_FA_QTILE 64
 
+/* Kernel parameters of FLASH_ATTN_EXT (at TSL_NPU_KPARAMS_BODY): the ALiBi bases as SOFT_MAX's,
+ * then the host's plan (src/npu/host/plan.hpp): q_tile query rows per run (1..TSL_NPU_FA_QTILE;
+ * 0: TSL_NPU_FA_QTILE). */
+typedef struct tsl_npu_flash_attn_kparams {
+    tsl_npu_softmax_kparams alibi;
+    uint32_t q_tile;
+    uint32_t reserved; /* 0 */
+} tsl_npu_flash_attn_kparams;
+
 /* VTCM bytes FLASH_ATTN_EXT states (and its kernel takes) for head dims D (q, k) and Dv (v), per
- * device worker thread: with D and Dv rounded up to 16 floats (Dp, Dvp), TSL_NPU_FA_QTILE query
- * rows (Dp) and accumulators (Dvp), a block of 16 keys converted to F32 (16 x Dp, transposed) and
- * of 16 values (16 x Dvp); 4 bytes each (every part a multiple of 64 bytes). */
-static inline uint64_t tsl_npu_flash_attn_scratch(int64_t D, int64_t Dv, uint32_t n_threads) {
+ * device worker thread: with D and Dv rounded up to 16 floats (Dp, Dvp), q_tile query rows (Dp)
+ * and accumulators (Dvp), a block of 16 keys converted to F32 (16 x Dp, transposed) and of 16
+ * values (16 x Dvp); 4 bytes each (every part a multiple of 64 bytes). q_tile 0 counts as
+ * TSL_NPU_FA_QTILE, n_threads 0 as 1. */
+static inline uint64_t tsl_npu_flash_attn_scratch(int64_t D, int64_t Dv, uint32_t q_tile, uint32_t n_threads) {
     const uint64_t dp = ((uint64_t)D + 15u) & ~(uint64_t)15u;
     const uint64_t dvp = ((uint64_t)Dv + 15u) & ~(uint64_t)15u;
-    const uint64_t per_worker = (TSL_NPU_FA_QTILE + 16u) * (dp + dvp) * 4u;
+    const uint64_t per_worker = ((q_tile ? q_tile : TSL_NPU_FA_QTILE) + 16u) * (dp + dvp) * 4u;
     return per_worker * (n_threads ? n_threads : 1u);
 }
 
@@ -380,8 +398,13 @@ TSL_NPU_STATIC_ASSERT(offsetof(tsl_npu_op_desc, kparams) % 8 == 0, "kparams 8-by
 TSL_NPU_STATIC_ASSERT(sizeof(tsl_npu_rope_kparams) <= TSL_NPU_KPARAMS_BYTES - TSL_NPU_KPARAMS_BODY, "rope kparams fit");
 TSL_NPU_STATIC_ASSERT(sizeof(tsl_npu_softmax_kparams) <= TSL_NPU_KPARAMS_BYTES - TSL_NPU_KPARAMS_BODY,
                       "softmax kparams fit");
-TSL_NPU_STATIC_ASSERT(sizeof(tsl_npu_matmul_kparams) <= TSL_NPU_KPARAMS_BYTES - TSL_NPU_KPARAMS_BODY,
-                      "matmul kparams fit");
+TSL_NPU_STATIC_ASSERT(sizeof(tsl_npu_matmul_kparams) == 24 &&
+                          sizeof(tsl_npu_matmul_kparams) <= TSL_NPU_KPARAMS_BYTES - TSL_NPU_KPARAMS_BODY,
+                      "matmul kparams layout");
+TSL_NPU_STATIC_ASSERT(sizeof(tsl_npu_flash_attn_kparams) == 32 &&
+                          offsetof(tsl_npu_flash_attn_kparams, alibi) == 0 &&
+                          sizeof(tsl_npu_flash_attn_kparams) <= TSL_NPU_KPARAMS_BYTES - TSL_NPU_KPARAMS_BODY,
+                      "flash attn kparams layout");
 TSL_NPU_STATIC_ASSERT(sizeof(tsl_npu_fence_slot) == TSL_NPU_FENCE_SLOT_BYTES, "fence slot layout");
 
 /* Byte offsets of the arrays of a batch block, and its total size. */

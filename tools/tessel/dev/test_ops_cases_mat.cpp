@@ -90,6 +90,20 @@ void add_matmul_cases(std::vector<Case>& out) {
             return build::mul_mat(m.g(), m.weight(t, {256, 45}), m.input(DType::F32, {256, 70}));
         }, true, kMatNmse));
     }
+    // prompts whose Q8 activations outgrow a small VTCM (test_ops.npu_mm_small_vtcm): the planner
+    // runs them in steps of rows, a step boundary falling inside a broadcast batch
+    for (DType t : {DType::Q4_0, DType::Q8_0}) {
+        out.push_back(make(Op::MUL_MAT, "prompt M=300", [t](Maker& m) {
+            return build::mul_mat(m.g(), m.weight(t, {1024, 40}), m.input(DType::F32, {1024, 300}));
+        }, true, kMatNmse));
+    }
+    out.push_back(make(Op::MUL_MAT, "prompt bcast", [](Maker& m) {
+        return build::mul_mat(m.g(), m.weight(DType::Q4_1, {512, 24, 2, 1}), m.input(DType::F32, {512, 100, 4, 1}));
+    }, true, kMatNmse));
+    out.push_back(make(Op::MUL_MAT_ID, "prompt T=200", [](Maker& m) {
+        return build::mul_mat_id(m.g(), m.weight(DType::Q4_1, {512, 35, 4}), m.input(DType::F32, {512, 2, 200}),
+                                 m.ids(DType::I32, {2, 200}, 4, true));
+    }, true, kMatNmse));
     // attention-style products: permuted K and Q, GQA broadcast over heads
     out.push_back(make(Op::MUL_MAT, "kq-permuted", [](Maker& m) {
         return build::mul_mat(m.g(), m.input_p(DType::F16, {64, 19, 2}), m.input_p(DType::F32, {64, 7, 8}));
