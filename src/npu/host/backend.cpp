@@ -98,7 +98,7 @@ void NpuBackend::graph_compute(const std::vector<Tensor*>& nodes, uint64_t graph
         const int verbose = session_.config().verbose;
         const bool profile = session_.config().profile;
         const FusionGraph graph(nodes);
-        const FusionContext ctx{graph, device_.budget(), session_.config().opfusion};
+        const FusionContext ctx{graph, device_.budget(), device_.config().opfusion};
         auto operands = [](const DeviceOp& op) {
             std::vector<Operand> all = op.srcs;
             all.insert(all.end(), op.dsts.begin(), op.dsts.end());

@@ -59,6 +59,9 @@ public:
     /// later calls: a device that failed to open stays unusable).
     Session& session();
     const Config& config() const { return cfg_; }
+    /// Sets the fusion kinds (Config::opfusion, FusionKind bits) of graphs translated from now on:
+    /// tests and tools compare fusion on and off in one process.
+    void set_opfusion(uint32_t kinds) { cfg_.opfusion = kinds; }
     BufferType& host_buffer_type() { return host_buft_; }
 
 private:
