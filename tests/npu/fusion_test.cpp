@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "backend/scheduler.hpp"
+#include "cpu/cpu_backend.hpp"
 #include "graph/builder.hpp"
 #include "graph/builder_attn.hpp"
 #include "npu/host/config.hpp"
@@ -308,6 +310,57 @@ TEST(NpuFusion, KernelNameNamesTheFusedOp) {
     backend->graph_compute(net.g.nodes());
     backend->synchronize();
     for (Tensor* t : net.g.nodes()) EXPECT_EQ(backend->kernel_name(*t), "npu_RMS_NORM+MUL") << op_name(t->op);
+}
+
+// The norm is read by MUL on the NPU and by SCALE on the CPU (filtered off the NPU), in a later
+// split: the scheduler flags it kFlagSplitOutput and the NPU writes it instead of fusing it away.
+TEST(NpuFusion, AnIntermediateReadByAnotherSplitIsNotFusedAway) {
+    for (const bool cpu_reads : {true, false}) {
+        Config cfg = test_config();
+        cfg.opfilter = "^SCALE$";
+        NpuDevice dev(0, cfg);
+        auto npu = dev.init_backend({});
+        auto cpu = cpu::cpu_device().init_backend({1});
+        Graph g;
+        Tensor* x = g.new_tensor(DType::F32, {64, 3});
+        Tensor* w = g.new_tensor(DType::F32, {64});
+        x->flags |= kFlagInput;
+        w->flags |= kFlagInput;
+        Tensor* norm = build::rms_norm(g, x, 1e-5f);
+        Tensor* y = build::mul(g, norm, w);
+        Tensor* out = cpu_reads ? build::add(g, y, build::scale(g, norm, 2.0f)) : build::add(g, y, w);
+        out->flags |= kFlagOutput;
+        g.expand(out);
+        Scheduler s({npu.get(), cpu.get()});
+        s.allocate(g);
+        ASSERT_EQ(s.splits().size(), cpu_reads ? 3u : 1u);
+        EXPECT_EQ((norm->flags & kFlagSplitOutput) != 0, cpu_reads);
+        std::vector<float> xs(64 * 3), ws(64);
+        for (size_t i = 0; i < xs.size(); ++i) xs[i] = std::sin(0.3f * static_cast<float>(i)) + 0.2f;
+        for (size_t i = 0; i < ws.size(); ++i) ws[i] = 0.5f + 0.01f * static_cast<float>(i);
+        x->buffer->set_tensor(*x, xs.data(), 0, xs.size() * 4);
+        w->buffer->set_tensor(*w, ws.data(), 0, ws.size() * 4);
+        s.compute();
+        // (with three splits, kernel_name answers for the last: the ADD's; a fused-away norm would
+        // leave the CPU's SCALE reading unwritten memory, caught by the values below)
+        if (!cpu_reads) {
+            EXPECT_EQ(npu->kernel_name(*y), "npu_RMS_NORM+MUL");
+        }
+        std::vector<float> got(64 * 3);
+        out->buffer->get_tensor(*out, got.data(), 0, got.size() * 4);
+        for (int64_t r = 0; r < 3; ++r) {
+            double sq = 0.0;
+            for (int64_t i = 0; i < 64; ++i) sq += static_cast<double>(xs[r * 64 + i]) * xs[r * 64 + i];
+            const double inv = 1.0 / std::sqrt(sq / 64.0 + 1e-5);
+            for (int64_t i = 0; i < 64; ++i) {
+                const double n = xs[r * 64 + i] * inv;
+                const double want = n * ws[i] + (cpu_reads ? 2.0 * n : ws[i]);
+                ASSERT_NEAR(got[r * 64 + i], want, 1e-5 * (std::fabs(want) + 1.0)) << cpu_reads << " " << r << "," << i;
+            }
+        }
+        s.release();
+        EXPECT_EQ(norm->flags & kFlagSplitOutput, 0u);  // release() gives the graph back as it was
+    }
 }
 
 /// next_device_op under a `fits` that refuses: every pattern falls back to the node alone.

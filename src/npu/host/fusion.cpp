@@ -21,7 +21,7 @@ size_t FusionGraph::next_op(size_t i) const {
 }
 
 bool FusionGraph::sole_reader(const Tensor& t) const {
-    if (t.view_src || (t.flags & kFlagOutput)) return false;
+    if (t.view_src || (t.flags & (kFlagOutput | kFlagSplitOutput))) return false;
     const auto it = readers_.find(&t);
     return it != readers_.end() && it->second == 1;
 }

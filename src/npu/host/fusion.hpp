@@ -34,7 +34,8 @@ public:
     /// Index of the first node at or after i that computes something (is_no_op false), or nodes().size().
     size_t next_op(size_t i) const;
     /// True when t may be fused away: one node of the list reads it (a view of t counts as a reader),
-    /// it is no graph output (kFlagOutput) and no view itself.
+    /// no node of another split does (kFlagSplitOutput), it is no graph output (kFlagOutput) and no
+    /// view itself.
     bool sole_reader(const Tensor& t) const;
 
 private:
