@@ -68,6 +68,8 @@ void Scheduler::release() {
         t->data = nullptr;
     }
     placed_.clear();
+    for (Tensor* t : split_outputs_) t->flags &= ~kFlagSplitOutput;
+    split_outputs_.clear();
     splits_.clear();
     assignment_.clear();
     compute_buffers_.clear();
@@ -115,6 +117,20 @@ void Scheduler::allocate(Graph& g) {
         s.backend->graph_optimize(s.nodes);
         order.insert(order.end(), s.nodes.begin(), s.nodes.end());
     }
+    // 2b. outputs read by a node of another split: their backend must write them (one that fuses
+    //     nodes may otherwise leave an intermediate unwritten that only its own split reads)
+    std::unordered_map<const Tensor*, size_t> split_of;
+    for (size_t i = 0; i < splits_.size(); ++i)
+        for (Tensor* n : splits_[i].nodes) split_of[n] = i;
+    for (size_t i = 0; i < splits_.size(); ++i)
+        for (Tensor* n : splits_[i].nodes)
+            for (Tensor* s : n->src)
+                for (Tensor* t : {s, s ? s->view_src : nullptr}) {
+                    const auto it = t ? split_of.find(t) : split_of.end();
+                    if (it == split_of.end() || it->second == i || (t->flags & kFlagSplitOutput)) continue;
+                    t->flags |= kFlagSplitOutput;
+                    split_outputs_.push_back(t);
+                }
 
     // 3. inputs without memory (leaves the caller fills) go to host memory
     size_t host_bytes = 0;

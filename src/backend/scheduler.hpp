@@ -90,6 +90,7 @@ private:
     std::vector<std::unique_ptr<Event>> events_;          // one per split
     std::vector<Rewrite> rewrites_;                       // sources pointed at local copies
     std::vector<Tensor*> placed_;                         // graph tensors given scheduler memory
+    std::vector<Tensor*> split_outputs_;                  // graph tensors given kFlagSplitOutput
     std::vector<uint8_t> copy_bytes_;                     // compute(): split inputs on their way (kept: no allocation per step)
 };
 

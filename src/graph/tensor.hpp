@@ -28,6 +28,8 @@ enum TensorFlag : uint32_t {
     kFlagOutput = 1u << 1,   ///< read by the caller after compute; never reused by the allocator
     kFlagWeight = 1u << 2,   ///< model weight: lives in a weights buffer
     kFlagCompute = 1u << 3,  ///< intermediate result: lives in a compute buffer
+    kFlagSplitOutput = 1u << 4,  ///< read by a node of another scheduler split (set by Scheduler::allocate):
+                                 ///< its backend must write it, even where it fuses the nodes around it
 };
 
 struct Tensor {

@@ -64,6 +64,24 @@ TEST(NpuOpBatch, DeduplicatesBuffersAndTensors) {
     EXPECT_EQ(batch.op_names()[2], "SCALE");
 }
 
+TEST(NpuOpBatch, KeepsEachOpsNodes) {
+    Fixture f;
+    ShmBuffer& b0 = f.buffer(4096);
+    OpBatch batch(BatchLimits{});
+    const Operand x = f.operand(b0, 0, {16, 4});
+    const Operand y = f.operand(b0, 256, {16, 4});
+    const int32_t params[TSL_NPU_OP_PARAMS] = {};
+    Tensor norm, mul;
+    batch.add(TSL_NPU_OP_RMS_NORM, "RMS_NORM+MUL", {x, y}, {y}, params, {&norm, &mul});
+    batch.add(TSL_NPU_OP_MEMCPY, "SET_TENSOR", {x}, {y}, params);
+    ASSERT_EQ(batch.op_nodes().size(), 2u);
+    EXPECT_EQ(batch.op_nodes()[0], (std::vector<const Tensor*>{&norm, &mul}));
+    EXPECT_TRUE(batch.op_nodes()[1].empty());
+    EXPECT_EQ(batch.op_names()[0], "RMS_NORM+MUL");
+    batch.reset();
+    EXPECT_TRUE(batch.op_nodes().empty());
+}
+
 TEST(NpuOpBatch, WriteOrdersBuffersBySizeAndRemapsTensors) {
     Fixture f;
     ShmBuffer& small = f.buffer(4096);

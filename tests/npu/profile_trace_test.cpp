@@ -107,6 +107,7 @@ TEST(NpuProfile, NodesOfADeviceOp) {
     EXPECT_EQ(nodes_of_op("MUL_MAT"), 1u);
     EXPECT_EQ(nodes_of_op("RMS_NORM+MUL"), 2u);
     EXPECT_EQ(nodes_of_op("MUL_MAT x3"), 3u);
+    EXPECT_EQ(nodes_of_op("MUL_MAT+ADD x3"), 6u);
     EXPECT_EQ(nodes_of_op("FENCE"), 0u);
     EXPECT_EQ(nodes_of_op("SET_TENSOR"), 0u);
 }

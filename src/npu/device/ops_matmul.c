@@ -27,17 +27,33 @@
  *    place) and dotted with the columns' F32 rows in float (16 partial sums).
  * Only kparams.threads workers take part (the others return at once).
  * Scratch: tsl_npu_matmul_scratch (proto.h) of one step's rows and the planned workers, exactly
- * what the host stated. */
+ * what the host stated.
+ *
+ * Several outputs (the host's fusion of matmuls sharing src1): output o is dst[o] = weight o .
+ * src1, the outputs present from dst[0] on (MUL_MAT at most 6, MUL_MAT_ID 8). Every
+ * weight has src0's type, layout (REPACKED or not), K and batch dims (ne[2], ne[3]); its N is its
+ * own. Weight o sits in src[0] for o = 0, else MUL_MAT src[1 + 2o], MUL_MAT_ID src[2 + o]. MUL_MAT
+ * output o < 5 may have a bias (F32 [N_o], contiguous) in src[2 + 2o], added to every column in float
+ * after the product (the fusion of the ADD that follows it). The activations are quantized once per
+ * step; the items of all outputs share one cursor. */
 #include "npu/device/ops.h"
 #include "npu/device/ops_matmul.h"
+
+/* One output of a matmul op: its weight, dst and (MUL_MAT) bias, N, row tiles, and the end of its
+ * items in the op's item numbering. */
+typedef struct mm_out {
+    const tsl_npu_view *w, *d, *bias;
+    int64_t n, n_rt, item_end;
+} mm_out;
 
 typedef struct mm_job {
     tsl_npu_op_ctx* c;
     tsl_npu_matmul_kparams kp;
     int is_id;
-    const tsl_npu_view *w, *x, *ids;
-    const tsl_npu_view* d;
-    int64_t k, n, n_rt, n_kt, n_items;
+    const tsl_npu_view *w, *x, *ids; /* w: output 0's weight (type, K, batch dims of all) */
+    uint32_t n_out;
+    mm_out out[TSL_NPU_MAX_DST];
+    int64_t k, n_kt, n_items;
     int64_t r2, r3; /* MUL_MAT weight broadcast */
     uint32_t tile_bytes;
     uint8_t* act; /* TILED: the Q8 activation rows of the step */
@@ -58,12 +74,21 @@ typedef struct mm_job {
 
 static uint64_t align64(uint64_t n) { return tsl_npu_align_up(n, 64); }
 
-static int32_t kernel_of(const tsl_npu_op_ctx* c, tsl_npu_matmul_kparams* kp) {
-    __builtin_memcpy(kp, c->op->kparams + TSL_NPU_KPARAMS_BODY, sizeof *kp);
-    const tsl_npu_view* w = &c->src[0];
+/* The src slots of output o's weight and (MUL_MAT) bias; -1: none. */
+static int weight_slot(int is_id, uint32_t o) { return o == 0 ? 0 : is_id ? 2 + (int)o : 1 + 2 * (int)o; }
+static int bias_slot(int is_id, uint32_t o) { return is_id || 2 + 2 * (int)o >= TSL_NPU_MAX_SRC ? -1 : 2 + 2 * (int)o; }
+
+/* Outputs of the op: the dsts present from dst[0] on, each with its weight slot in range. */
+static uint32_t n_outputs(const tsl_npu_op_ctx* c, int is_id) {
+    uint32_t n = 0;
+    while (n < TSL_NPU_MAX_DST && c->dst[n].data && weight_slot(is_id, n) < TSL_NPU_MAX_SRC) ++n;
+    return n;
+}
+
+static int32_t weight_check(const tsl_npu_view* w, const tsl_npu_matmul_kparams* kp, const tsl_npu_platform* platform) {
     if (w->flags & TSL_NPU_TENSOR_REPACKED) {
         const uint32_t tb = tsl_npu_tile_bytes(w->type);
-        const int matrix_ok = kp->kernel == TSL_NPU_MM_MATRIX && (c->platform->isa & TSL_NPU_ISA_AMX_INT8);
+        const int matrix_ok = kp->kernel == TSL_NPU_MM_MATRIX && (platform->isa & TSL_NPU_ISA_AMX_INT8);
         if ((kp->kernel != TSL_NPU_MM_TILED && !matrix_ok) || tb == 0 || w->ne[0] % 32 != 0 || kp->dma > 2) return TSL_NPU_ERR_BAD_TYPE;
         const uint64_t tiles = (uint64_t)((w->ne[1] + 31) / 32) * (uint64_t)(w->ne[0] / 32) * (uint64_t)w->ne[2] *
                                (uint64_t)w->ne[3];
@@ -71,6 +96,39 @@ static int32_t kernel_of(const tsl_npu_op_ctx* c, tsl_npu_matmul_kparams* kp) {
     }
     if (kp->kernel != TSL_NPU_MM_FLAT || !tsl_npu_is_float(w->type) || w->nb[0] != tsl_npu_type_bytes(w->type))
         return TSL_NPU_ERR_BAD_TYPE;
+    return TSL_NPU_OK;
+}
+
+/* The kernel (kparams) held to every weight; the outputs past the first held to output 0's weight
+ * and to dst0's columns (dst [N_o, dst0's ne[1..3]]), their biases to [N_o]; no operand past the
+ * last output. */
+static int32_t kernel_of(const tsl_npu_op_ctx* c, tsl_npu_matmul_kparams* kp, int is_id) {
+    __builtin_memcpy(kp, c->op->kparams + TSL_NPU_KPARAMS_BODY, sizeof *kp);
+    const tsl_npu_view *w0 = &c->src[0], *d0 = &c->dst[0];
+    const uint32_t n_out = n_outputs(c, is_id);
+    for (uint32_t o = n_out; o < TSL_NPU_MAX_DST; ++o) {
+        const int ws = weight_slot(is_id, o), bs = bias_slot(is_id, o);
+        if (c->dst[o].data) return TSL_NPU_ERR_BAD_DESC;
+        if (ws < TSL_NPU_MAX_SRC && c->src[ws].data) return TSL_NPU_ERR_BAD_DESC;
+        if (bs >= 0 && c->src[bs].data) return TSL_NPU_ERR_BAD_DESC;
+    }
+    for (uint32_t o = 0; o < n_out; ++o) {
+        const tsl_npu_view *w = &c->src[weight_slot(is_id, o)], *d = &c->dst[o];
+        if (!w->data) return TSL_NPU_ERR_BAD_DESC;
+        if (w->type != w0->type || ((w->flags ^ w0->flags) & TSL_NPU_TENSOR_REPACKED) || w->ne[0] != w0->ne[0] ||
+            w->ne[2] != w0->ne[2] || w->ne[3] != w0->ne[3])
+            return TSL_NPU_ERR_BAD_TYPE;
+        if (d->type != TSL_NPU_TYPE_F32 || (d->flags & TSL_NPU_TENSOR_REPACKED) || d->ne[0] != w->ne[1] ||
+            d->ne[1] != d0->ne[1] || d->ne[2] != d0->ne[2] || d->ne[3] != d0->ne[3])
+            return TSL_NPU_ERR_BAD_TYPE;
+        const int bs = bias_slot(is_id, o);
+        const tsl_npu_view* b = bs >= 0 ? &c->src[bs] : 0;
+        if (b && b->data && (b->type != TSL_NPU_TYPE_F32 || (b->flags & TSL_NPU_TENSOR_REPACKED) || b->nb[0] != 4 ||
+                             b->ne[0] != w->ne[1] || b->ne[1] != 1 || b->ne[2] != 1 || b->ne[3] != 1))
+            return TSL_NPU_ERR_BAD_TYPE;
+        const int32_t status = weight_check(w, kp, c->platform);
+        if (status != TSL_NPU_OK) return status;
+    }
     return TSL_NPU_OK;
 }
 
@@ -82,7 +140,7 @@ int32_t tsl_npu_mul_mat_check(const tsl_npu_op_ctx* c) {
     if (d->ne[0] != w->ne[1] || d->ne[1] != x->ne[1] || d->ne[2] != x->ne[2] || d->ne[3] != x->ne[3])
         return TSL_NPU_ERR_BAD_TYPE;
     tsl_npu_matmul_kparams kp;
-    return kernel_of(c, &kp);
+    return kernel_of(c, &kp, 0);
 }
 
 int32_t tsl_npu_mul_mat_id_check(const tsl_npu_op_ctx* c) {
@@ -95,31 +153,42 @@ int32_t tsl_npu_mul_mat_id_check(const tsl_npu_op_ctx* c) {
     if (d->ne[0] != w->ne[1] || d->ne[1] != ids->ne[0] || d->ne[2] != ids->ne[1] || d->ne[3] != 1)
         return TSL_NPU_ERR_BAD_TYPE;
     tsl_npu_matmul_kparams kp;
-    return kernel_of(c, &kp);
+    return kernel_of(c, &kp, 1);
 }
 
 /* ---- items and their columns ------------------------------------------------------------- */
 
-/* Item i's weight matrix and row tile; MUL_MAT also its activation batch (i2, i3). */
-static void item_coords(const mm_job* j, int64_t item, int64_t* rt, int64_t* matrix, int64_t* i2, int64_t* i3) {
-    *rt = item % j->n_rt;
-    const int64_t rest = item / j->n_rt;
+/* Item i's output, weight matrix and row tile; MUL_MAT also its activation batch (i2, i3). Items
+ * run output by output: [0, out[0].item_end) are output 0's, and so on. */
+static const mm_out* item_coords(const mm_job* j, int64_t item, int64_t* rt, int64_t* matrix, int64_t* i2, int64_t* i3) {
+    uint32_t o = 0;
+    while (item >= j->out[o].item_end) ++o;
+    const mm_out* out = &j->out[o];
+    if (o > 0) item -= j->out[o - 1].item_end;
+    *rt = item % out->n_rt;
+    const int64_t rest = item / out->n_rt;
     if (j->is_id) {
         *matrix = rest;
         *i2 = *i3 = 0;
-        return;
+        return out;
     }
     *i2 = rest % j->x->ne[2];
     *i3 = rest / j->x->ne[2];
     *matrix = *i2 / j->r2 + j->w->ne[2] * (*i3 / j->r3);
+    return out;
 }
 
 /* MUL_MAT: the item's activation batch has rows in the step; MUL_MAT_ID: its expert has columns
  * there (the counts are the step's). */
 static int item_has_work(const mm_job* j, int64_t item) {
-    if (j->is_id) return j->expert_count[item / j->n_rt] > 0;
+    int64_t rt, matrix, i2, i3;
+    if (j->is_id) {
+        item_coords(j, item, &rt, &matrix, &i2, &i3);
+        return j->expert_count[matrix] > 0;
+    }
     if (j->row0 == 0 && j->row_end == tsl_npu_n_rows(j->x)) return 1; /* one step: no division per claim */
-    const int64_t base = j->x->ne[1] * (item / j->n_rt);
+    item_coords(j, item, &rt, &matrix, &i2, &i3);
+    const int64_t base = j->x->ne[1] * (i2 + j->x->ne[2] * i3);
     return base < j->row_end && base + j->x->ne[1] > j->row0;
 }
 
@@ -147,8 +216,8 @@ static int32_t id_at(const tsl_npu_view* ids, int64_t e, int64_t t) {
 /* The next up to TSL_NPU_MM_COLS columns of an item from *cursor on whose activation rows lie in the
  * step: each column's activation row index (into src1's rows) and its dst address at row 0 of the
  * row tile. Returns the count. */
-static uint32_t next_cols(const mm_job* j, int64_t rt, int64_t matrix, int64_t i2, int64_t i3, int64_t* cursor,
-                          int64_t* rows, uint8_t** outs) {
+static uint32_t next_cols(const mm_job* j, const mm_out* out, int64_t rt, int64_t matrix, int64_t i2, int64_t i3,
+                          int64_t* cursor, int64_t* rows, uint8_t** outs) {
     uint32_t n = 0;
     if (!j->is_id) {
         const int64_t m_count = j->x->ne[1], base = m_count * (i2 + j->x->ne[2] * i3);
@@ -156,7 +225,7 @@ static uint32_t next_cols(const mm_job* j, int64_t rt, int64_t matrix, int64_t i
         if (*cursor < j->row0 - base) *cursor = j->row0 - base;
         for (; *cursor < hi && n < TSL_NPU_MM_COLS; ++*cursor, ++n) {
             rows[n] = *cursor + base;
-            outs[n] = tsl_npu_elem(j->d, rt * 32, *cursor, i2, i3);
+            outs[n] = tsl_npu_elem(out->d, rt * 32, *cursor, i2, i3);
         }
         return n;
     }
@@ -165,21 +234,27 @@ static uint32_t next_cols(const mm_job* j, int64_t rt, int64_t matrix, int64_t i
         const int64_t e = *cursor % n_used, t = *cursor / n_used;
         if (id_at(j->ids, e, t) != matrix || e % u + u * t < j->row0 || e % u + u * t >= j->row_end) continue;
         rows[n] = e % u + u * t;
-        outs[n] = tsl_npu_elem(j->d, rt * 32, e, t, 0);
+        outs[n] = tsl_npu_elem(out->d, rt * 32, e, t, 0);
         ++n;
     }
     return n;
 }
 
-/* Stores acc[c][r] (32 rows per column) into the item's dst rows below N. */
-static void store_cols(const mm_job* j, int64_t rt, uint32_t n_cols, uint8_t* const* outs, const float* acc) {
-    const int64_t rows = j->n - rt * 32 < 32 ? j->n - rt * 32 : 32;
-    if (j->d->nb[0] == 4) { /* contiguous dst rows: one block copy per column */
+/* Output row n's bias (0 without one): added to the product in float, as the ADD it replaces. */
+static float bias_at(const mm_out* out, int64_t n) { return out->bias ? ((const float*)out->bias->data)[n] : 0.0f; }
+
+/* Stores acc[c][r] (32 rows per column), plus the output's bias, into the item's dst rows below N. */
+static void store_cols(const mm_out* out, int64_t rt, uint32_t n_cols, uint8_t* const* outs, float* acc) {
+    const int64_t rows = out->n - rt * 32 < 32 ? out->n - rt * 32 : 32;
+    if (out->bias)
+        for (uint32_t c = 0; c < n_cols; ++c)
+            for (int64_t r = 0; r < rows; ++r) acc[c * 32 + r] += bias_at(out, rt * 32 + r);
+    if (out->d->nb[0] == 4) { /* contiguous dst rows: one block copy per column */
         for (uint32_t c = 0; c < n_cols; ++c) __builtin_memcpy(outs[c], acc + c * 32, (uint64_t)rows * 4u);
         return;
     }
     for (uint32_t c = 0; c < n_cols; ++c)
-        for (int64_t r = 0; r < rows; ++r) *(float*)(outs[c] + (uint64_t)r * j->d->nb[0]) = acc[c * 32 + r];
+        for (int64_t r = 0; r < rows; ++r) *(float*)(outs[c] + (uint64_t)r * out->d->nb[0]) = acc[c * 32 + r];
 }
 
 /* ---- TILED ------------------------------------------------------------------------------- */
@@ -190,8 +265,8 @@ static uint64_t* reshape_slot(const mm_job* j, uint32_t w) {
                        (uint64_t)j->n_kt * TSL_NPU_MM_MATRIX_TILE_BYTES);
 }
 
-static const uint8_t* item_tiles(const mm_job* j, int64_t rt, int64_t matrix) {
-    return j->w->data + (uint64_t)((matrix * j->n_rt + rt) * j->n_kt) * j->tile_bytes;
+static const uint8_t* item_tiles(const mm_job* j, const mm_out* out, int64_t rt, int64_t matrix) {
+    return out->w->data + (uint64_t)((matrix * out->n_rt + rt) * j->n_kt) * j->tile_bytes;
 }
 
 static void quantize_work(void* arg, uint32_t worker, uint32_t n_workers) {
@@ -230,8 +305,9 @@ static void tiled_work(void* arg, uint32_t worker, uint32_t n_workers) {
     int64_t item = claim_item(j, &cur, &end);
     int64_t rt, matrix, i2, i3;
     if (dma && item >= 0) {
-        item_coords(j, item, &rt, &matrix, &i2, &i3);
-        staged[0] = (const uint8_t*)p->dma_start(p->ctx, bufs[0], item_tiles(j, rt, matrix), (uint64_t)j->n_kt * j->tile_bytes, dma_flags);
+        const mm_out* out = item_coords(j, item, &rt, &matrix, &i2, &i3);
+        staged[0] = (const uint8_t*)p->dma_start(p->ctx, bufs[0], item_tiles(j, out, rt, matrix), (uint64_t)j->n_kt * j->tile_bytes,
+                                                 dma_flags);
     }
     int cur_buf = 0;
     int64_t rows[TSL_NPU_MM_COLS];
@@ -239,15 +315,15 @@ static void tiled_work(void* arg, uint32_t worker, uint32_t n_workers) {
     const uint8_t* act[TSL_NPU_MM_COLS];
     while (item >= 0) {
         const int64_t next = claim_item(j, &cur, &end); /* claimed ahead: its transfer overlaps this item */
-        item_coords(j, item, &rt, &matrix, &i2, &i3);
-        const uint8_t* tiles = item_tiles(j, rt, matrix);
+        const mm_out* out = item_coords(j, item, &rt, &matrix, &i2, &i3);
+        const uint8_t* tiles = item_tiles(j, out, rt, matrix);
         if (dma) {
             const uint64_t dma_t0 = tsl_npu_trace_clock(j->c);
             p->dma_wait(p->ctx); /* this item's tiles have landed where staged[cur_buf] points */
             if (next >= 0) {
                 int64_t nrt, nmatrix, n2, n3;
-                item_coords(j, next, &nrt, &nmatrix, &n2, &n3);
-                staged[cur_buf ^ 1] = (const uint8_t*)p->dma_start(p->ctx, bufs[cur_buf ^ 1], item_tiles(j, nrt, nmatrix),
+                const mm_out* nout = item_coords(j, next, &nrt, &nmatrix, &n2, &n3);
+                staged[cur_buf ^ 1] = (const uint8_t*)p->dma_start(p->ctx, bufs[cur_buf ^ 1], item_tiles(j, nout, nrt, nmatrix),
                                                                    (uint64_t)j->n_kt * j->tile_bytes, dma_flags);
             }
             tsl_npu_trace_dma(j->c, worker, dma_t0);
@@ -265,7 +341,7 @@ static void tiled_work(void* arg, uint32_t worker, uint32_t n_workers) {
 #endif
         int64_t cursor = 0;
         uint32_t n_cols;
-        while ((n_cols = next_cols(j, rt, matrix, i2, i3, &cursor, rows, outs)) > 0) {
+        while ((n_cols = next_cols(j, out, rt, matrix, i2, i3, &cursor, rows, outs)) > 0) {
             for (uint32_t c = 0; c < n_cols; ++c) {
                 act[c] = j->act + (uint64_t)(rows[c] - j->row0) * j->act_row_bytes;
                 /* the columns' dst rows are far apart (N floats): ask for their lines now, for
@@ -276,7 +352,7 @@ static void tiled_work(void* arg, uint32_t worker, uint32_t n_workers) {
             const tsl_npu_mm_tile_args a = {j->w->type, j->tile_bytes, j->n_kt, tiles, n_cols, act,
                                             j->q_bytes,  j->s_bytes,    acc};
             j->tile_fn(&a);
-            store_cols(j, rt, n_cols, outs, acc);
+            store_cols(out, rt, n_cols, outs, acc);
             tsl_npu_op_progress_work(j->c, &pending, 32 * (int64_t)n_cols * j->k); /* multiply-adds */
         }
         item = next;
@@ -289,9 +365,9 @@ static void tiled_work(void* arg, uint32_t worker, uint32_t n_workers) {
 
 /* ---- FLAT -------------------------------------------------------------------------------- */
 
-static const uint8_t* weight_row(const mm_job* j, int64_t n, int64_t matrix) {
-    const int64_t b2 = matrix % j->w->ne[2], b3 = matrix / j->w->ne[2];
-    return tsl_npu_elem(j->w, 0, n, b2, b3);
+static const uint8_t* weight_row(const mm_out* out, int64_t n, int64_t matrix) {
+    const int64_t b2 = matrix % out->w->ne[2], b3 = matrix / out->w->ne[2];
+    return tsl_npu_elem(out->w, 0, n, b2, b3);
 }
 
 static const float* x_row(const mm_job* j, int64_t row) {
@@ -310,20 +386,21 @@ static void flat_work(void* arg, uint32_t worker, uint32_t n_workers) {
     int64_t cur = 0, end = 0, pending = 0;
     for (int64_t item; (item = claim_item(j, &cur, &end)) >= 0;) {
         int64_t rt, matrix, i2, i3;
-        item_coords(j, item, &rt, &matrix, &i2, &i3);
-        const int64_t n_rows = j->n - rt * 32 < 32 ? j->n - rt * 32 : 32;
+        const mm_out* out = item_coords(j, item, &rt, &matrix, &i2, &i3);
+        const int64_t n_rows = out->n - rt * 32 < 32 ? out->n - rt * 32 : 32;
         int64_t cursor = 0;
         uint32_t n_cols;
-        while ((n_cols = next_cols(j, rt, matrix, i2, i3, &cursor, rows, outs)) > 0) {
+        while ((n_cols = next_cols(j, out, rt, matrix, i2, i3, &cursor, rows, outs)) > 0) {
             for (int64_t r = 0; r < n_rows; ++r) {
-                const uint8_t* src = weight_row(j, rt * 32 + r, matrix);
+                const uint8_t* src = weight_row(out, rt * 32 + r, matrix);
+                const float bias = bias_at(out, rt * 32 + r);
                 const float* w = (const float*)src; /* F32 rows are read in place */
                 if (j->w->type == TSL_NPU_TYPE_F16) {
                     j->widen_fn((const uint16_t*)src, wrow, j->k);
                     w = wrow;
                 }
                 for (uint32_t c = 0; c < n_cols; ++c)
-                    *(float*)(outs[c] + (uint64_t)r * j->d->nb[0]) = j->dot_fn(w, x_row(j, rows[c]), j->k);
+                    *(float*)(outs[c] + (uint64_t)r * out->d->nb[0]) = j->dot_fn(w, x_row(j, rows[c]), j->k) + bias;
             }
             tsl_npu_op_progress_work(j->c, &pending, n_rows * (int64_t)n_cols * j->k); /* multiply-adds */
         }
@@ -340,15 +417,25 @@ static int32_t mm_run(tsl_npu_op_ctx* c, int is_id) {
     j.w = &c->src[0];
     j.x = &c->src[1];
     j.ids = is_id ? &c->src[2] : 0;
-    j.d = &c->dst[0];
-    kernel_of(c, &j.kp);
+    kernel_of(c, &j.kp, is_id);
     j.k = j.w->ne[0];
-    j.n = j.w->ne[1];
-    j.n_rt = (j.n + 31) / 32;
     j.n_kt = j.k / 32;
     j.r2 = j.x->ne[2] / j.w->ne[2];
     j.r3 = j.x->ne[3] / j.w->ne[3];
-    j.n_items = j.n_rt * (is_id ? j.w->ne[2] : j.x->ne[2] * j.x->ne[3]);
+    j.n_out = n_outputs(c, is_id);
+    int64_t n_total = 0; /* weight rows of all outputs */
+    for (uint32_t o = 0; o < j.n_out; ++o) {
+        mm_out* out = &j.out[o];
+        out->w = &c->src[weight_slot(is_id, o)];
+        out->d = &c->dst[o];
+        const int bs = bias_slot(is_id, o);
+        out->bias = bs >= 0 && c->src[bs].data ? &c->src[bs] : 0;
+        out->n = out->w->ne[1];
+        out->n_rt = (out->n + 31) / 32;
+        j.n_items += out->n_rt * (is_id ? j.w->ne[2] : j.x->ne[2] * j.x->ne[3]);
+        out->item_end = j.n_items;
+        n_total += out->n;
+    }
     const uint32_t n_workers = c->platform->n_threads ? c->platform->n_threads : 1u;
     const uint32_t workers = j.kp.threads && j.kp.threads < n_workers ? j.kp.threads : n_workers;
     const int64_t n_rows = tsl_npu_n_rows(j.x);
@@ -402,7 +489,8 @@ static int32_t mm_run(tsl_npu_op_ctx* c, int is_id) {
             for (int64_t e = 0; e < j.ids->ne[0]; ++e) {
                 const int32_t id = id_at(j.ids, e, t);
                 if (id < 0 || id >= j.w->ne[2])
-                    for (int64_t n = 0; n < j.n; ++n) *(float*)tsl_npu_elem(j.d, n, e, t, 0) = 0.0f;
+                    for (uint32_t o = 0; o < j.n_out; ++o)
+                        for (int64_t n = 0; n < j.out[o].n; ++n) *(float*)tsl_npu_elem(j.out[o].d, n, e, t, 0) = 0.0f;
             }
     j.expert_count = counts;
     int64_t cursor = 0;
@@ -424,13 +512,15 @@ static int32_t mm_run(tsl_npu_op_ctx* c, int is_id) {
                 }
         }
         cursor = 0;
-        const int64_t work = j.n * (j.row_end - j.row0) * (tsl_npu_n_rows(j.d) / (n_rows ? n_rows : 1)) * j.k;
+        const int64_t work = n_total * (j.row_end - j.row0) * (tsl_npu_n_rows(j.out[0].d) / (n_rows ? n_rows : 1)) * j.k;
         if (tiled) tsl_npu_ops_parallel(c, (j.row_end - j.row0) * j.k, quantize_work, &j);
         tsl_npu_ops_parallel(c, work, tiled ? tiled_work : flat_work, &j); /* claims from cursor 0 */
     }
     if (j.kp.kernel == TSL_NPU_MM_MATRIX)
         for (uint32_t w = 0; w < workers; ++w) c->reshape_ns += *reshape_slot(&j, w);
-    c->bytes = j.w->size + (uint64_t)tsl_npu_n_elements(j.x) * 4u + (uint64_t)tsl_npu_n_elements(j.d) * 4u;
+    c->bytes = (uint64_t)tsl_npu_n_elements(j.x) * 4u;
+    for (uint32_t o = 0; o < j.n_out; ++o)
+        c->bytes += j.out[o].w->size + (uint64_t)tsl_npu_n_elements(j.out[o].d) * 4u + (j.out[o].bias ? j.out[o].bias->size : 0u);
     return TSL_NPU_OK;
 }
 

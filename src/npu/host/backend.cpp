@@ -5,6 +5,7 @@
 
 #include "core/log.hpp"
 #include "npu/host/device.hpp"
+#include "npu/host/fusion.hpp"
 #include "npu/host/session.hpp"
 #include "npu/host/buffer.hpp"
 #include "npu/host/reorder.hpp"
@@ -28,8 +29,8 @@ NpuBackend::NpuBackend(NpuDevice& device, Session& session) : device_(device), s
 Device& NpuBackend::device() { return device_; }
 
 std::string NpuBackend::kernel_name(const Tensor& t) const {
-    const bool ran = !is_no_op(t) && std::find(last_nodes_.begin(), last_nodes_.end(), &t) != last_nodes_.end();
-    return ran ? std::string("npu_") + op_name(t.op) : std::string();
+    const auto it = last_kernels_.find(&t);
+    return it != last_kernels_.end() ? "npu_" + it->second : std::string();
 }
 
 void NpuBackend::flush() {
@@ -79,7 +80,7 @@ void NpuBackend::throw_unfit(const Tensor& node, const std::vector<Operand>& ope
 void NpuBackend::graph_compute(const std::vector<Tensor*>& nodes, uint64_t graph_uid) {
     session_.check();
     flush();  // nothing of an earlier call may join a cached graph's batches
-    last_nodes_.clear();
+    last_kernels_.clear();
     if (profiling_) note_profiled(nodes);
     if (graph_uid != 0) {
         for (auto it = cache_.begin(); it != cache_.end(); ++it) {
@@ -87,7 +88,7 @@ void NpuBackend::graph_compute(const std::vector<Tensor*>& nodes, uint64_t graph
             for (size_t b = 0; b + 1 < it->batches.size(); ++b) session_.submit(it->batches[b]);
             if (!it->batches.empty()) batch_ = it->batches.back();  // left open, like a translated call's
             ++cache_hits_;
-            last_nodes_.assign(nodes.begin(), nodes.end());
+            last_kernels_ = it->kernels;
             if (session_.config().verbose)
                 tessel::logf(LogLevel::Debug, "npu: %s graph %llu from the translation cache (%zu batches)", session_.name().c_str(),
                              static_cast<unsigned long long>(graph_uid), it->batches.size());
@@ -95,38 +96,53 @@ void NpuBackend::graph_compute(const std::vector<Tensor*>& nodes, uint64_t graph
         }
     }
     TraceSpan span(session_.trace(), "translate");
-    CachedGraph entry{graph_uid, {}};
+    CachedGraph entry{graph_uid, {}, {}};
     recording_ = graph_uid != 0 ? &entry.batches : nullptr;
     try {
         const int verbose = session_.config().verbose;
         const bool profile = session_.config().profile;
-        for (Tensor* node : nodes) {
-            if (is_no_op(*node)) continue;
-            const DeviceOp op = translate(*node, device_.budget());
+        const FusionGraph graph(nodes);
+        const FusionContext ctx{graph, device_.budget(), device_.config().opfusion};
+        auto operands = [](const DeviceOp& op) {
             std::vector<Operand> all = op.srcs;
             all.insert(all.end(), op.dsts.begin(), op.dsts.end());
+            return all;
+        };
+        // a fused op must fit one batch on its own: never split, else its nodes go one by one
+        auto fits_alone = [&](const DeviceOp& op) { return OpBatch(session_.limits()).fit(operands(op)); };
+        for (size_t i = graph.next_op(0), next = 0; i < nodes.size(); i = graph.next_op(next)) {
+            const FusedOp f = next_device_op(ctx, i, fits_alone, &next);
+            const std::vector<Operand> all = operands(f.op);
             if (!batch_.fit(all)) {
                 flush();
-                if (!batch_.fit(all)) throw_unfit(*node, all);
+                if (!batch_.fit(all)) throw_unfit(*f.nodes.front(), all);
             }
-            const uint32_t idx = batch_.add(op.opcode, op_name(node->op), op.srcs, op.dsts, node->op_params.data());
-            std::memcpy(batch_.last_op().kparams, op.kparams.data(), op.kparams.size());
-            if (profile) batch_.describe_last(profile_text(*node));
+            const uint32_t idx = batch_.add(f.op.opcode, f.name, f.op.srcs, f.op.dsts, f.params, f.nodes);
+            std::memcpy(batch_.last_op().kparams, f.op.kparams.data(), f.op.kparams.size());
+            std::string text;
+            for (const Tensor* n : f.nodes) {
+                if (profile) text.append(text.empty() ? "" : "; ").append(profile_text(*n));
+                last_kernels_[n] = f.name;
+            }
+            if (profile) batch_.describe_last(std::move(text));
             if (verbose)
-                tessel::logf(LogLevel::Debug, "npu: %s op %u %s %s", session_.name().c_str(), idx, op_name(node->op), describe(*node).c_str());
-            if (verbose > 1)
-                if (const std::string plan = plan_text(*node, device_.budget()); !plan.empty())
-                    tessel::logf(LogLevel::Debug, "npu: %s op %u plan %s", session_.name().c_str(), idx, plan.c_str());
+                for (const Tensor* n : f.nodes) {
+                    tessel::logf(LogLevel::Debug, "npu: %s op %u %s %s", session_.name().c_str(), idx, f.name.c_str(), describe(*n).c_str());
+                    if (verbose > 1)
+                        if (const std::string plan = plan_text(*n, device_.budget()); !plan.empty())
+                            tessel::logf(LogLevel::Debug, "npu: %s op %u plan %s", session_.name().c_str(), idx, plan.c_str());
+                }
         }
         if (recording_ && !batch_.empty()) recording_->push_back(batch_);  // recorded now, sent by the next flush
     } catch (...) {
         recording_ = nullptr;
+        last_kernels_.clear();
         batch_.reset();
         throw;
     }
     recording_ = nullptr;
-    last_nodes_.assign(nodes.begin(), nodes.end());
     if (graph_uid == 0) return;
+    entry.kernels = last_kernels_;
     cache_.push_front(std::move(entry));
     if (cache_.size() > kCachedGraphs) cache_.pop_back();
 }

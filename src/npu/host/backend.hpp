@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "backend/backend.hpp"
@@ -55,7 +57,8 @@ public:
     /// `dst` in synchronize(). Throws like set_tensor_async.
     /// A tiled weight (buffer.hpp) goes through its buffer synchronously instead, both ways.
     void get_tensor_async(const Tensor& t, void* dst, size_t offset, size_t size) override;
-    /// "npu_<OP>" for a node the last graph_compute sent to the device, else "".
+    /// "npu_<OP>" for a node the last graph_compute sent to the device (a fused op's name, e.g.
+    /// "npu_RMS_NORM+MUL", for each of its nodes), else "".
     std::string kernel_name(const Tensor& t) const override;
     void event_record(Event& e) override;
     /// Waits on the host for e, then continues (the NPU stream has nothing queued in between).
@@ -85,12 +88,13 @@ private:
     struct CachedGraph {
         uint64_t uid;
         std::vector<OpBatch> batches;
+        std::unordered_map<const Tensor*, std::string> kernels;  // node -> its op's name
     };
 
     NpuDevice& device_;
     Session& session_;
     OpBatch batch_;
-    std::vector<const Tensor*> last_nodes_;  // the last graph_compute's nodes (kernel_name)
+    std::unordered_map<const Tensor*, std::string> last_kernels_;  // the last graph_compute's nodes -> op names (kernel_name)
     std::deque<CachedGraph> cache_;  // most recent first
     std::vector<OpBatch>* recording_ = nullptr;
     uint64_t cache_hits_ = 0;

@@ -8,6 +8,7 @@
 
 #include "core/env.hpp"
 #include "npu/device/device.h"
+#include "npu/host/fusion.hpp"
 #include "tessel/errors.hpp"
 
 namespace tessel::npu {
@@ -107,7 +108,22 @@ std::string pmu_events() {
     }
 }
 
+/// TESSEL_NPU_OPFUSION: 0 none, 1 all, or a sum of FusionKind bits -> the enabled kinds.
+uint32_t op_fusion() {
+    const auto v = env::get("TESSEL_NPU_OPFUSION");
+    if (!v) return kFuseAll;
+    const std::string s(*v);
+    uint32_t bits = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), bits);
+    if (s.empty() || ec != std::errc() || end != s.data() + s.size() || (bits != 1 && (bits & ~kFuseAll)))
+        bad("TESSEL_NPU_OPFUSION", s,
+            "0 (off), 1 (all) or a sum of 2 (RMS_NORM+MUL), 4 (MUL_MAT+ADD), 8 (MUL_MATs sharing activations)");
+    return bits == 1 ? kFuseAll : bits;
+}
+
 }  // namespace
+
+static_assert(Config{}.opfusion == kFuseAll, "fusion is on by default");
 
 Config config_from_env() {
     Config c;
@@ -143,6 +159,7 @@ Config config_from_env() {
     c.dma = dma_mode();
     c.reorder = env::flag("TESSEL_NPU_REORDER", true);
     c.fault = fault_mode();
+    c.opfusion = op_fusion();
     if (const auto v = env::get("TESSEL_NPU_DEVICE_EXE")) {
         if (access(v->c_str(), X_OK) != 0) bad("TESSEL_NPU_DEVICE_EXE", *v, "an executable file (the tessel binary)");
         c.device_exe = *v;

@@ -31,6 +31,7 @@ struct Config {
     uint32_t mm_select = 0;          ///< TESSEL_NPU_MM_SELECT: allowed matmul kernels, bits 1 << tsl_npu_mm_kernel (0: all)
     uint32_t dma = 1;                ///< TESSEL_NPU_DMA: 0 in place, 1 stream tiles (default), copy: stream as copies (tsl_npu_matmul_kparams.dma)
     bool reorder = true;             ///< TESSEL_NPU_REORDER=0: run nodes in the scheduler's order (no graph_optimize reorder)
+    uint32_t opfusion = 0xe;         ///< TESSEL_NPU_OPFUSION: enabled fusion kinds, FusionKind bits (fusion.hpp; 1 in the variable = all)
     uint32_t fault = 0;              ///< TESSEL_NPU_FAULT: none|status|seq|hang|die|bad-desc|stuck (tests)
     std::string device_exe;          ///< TESSEL_NPU_DEVICE_EXE: the tessel binary for the process link
 };

@@ -62,6 +62,9 @@ public:
     /// Sets TESSEL_NPU_REORDER's switch for graphs allocated from now on (tests compare both in
     /// one process). Not thread-safe against a scheduler allocating on this device.
     void set_reorder(bool on) { cfg_.reorder = on; }
+    /// Sets the fusion kinds (Config::opfusion, FusionKind bits) of graphs translated from now on:
+    /// tests and tools compare fusion on and off in one process.
+    void set_opfusion(uint32_t kinds) { cfg_.opfusion = kinds; }
     BufferType& host_buffer_type() { return host_buft_; }
 
 private:

@@ -88,7 +88,7 @@ uint16_t OpBatch::tensor_index(const Operand& o) {
 }
 
 uint32_t OpBatch::add(uint32_t opcode, const std::string& name, const std::vector<Operand>& srcs, const std::vector<Operand>& dsts,
-                      const int32_t* params) {
+                      const int32_t* params, std::vector<const Tensor*> nodes) {
     if (srcs.size() > TSL_NPU_MAX_SRC || dsts.size() > TSL_NPU_MAX_DST)
         throw Error(ErrorCode::InvalidArgument, "NPU op " + name + ": " + std::to_string(srcs.size()) + " inputs and " +
                                                     std::to_string(dsts.size()) + " outputs exceed the descriptor's " +
@@ -107,6 +107,7 @@ uint32_t OpBatch::add(uint32_t opcode, const std::string& name, const std::vecto
     ops_.push_back(op);
     names_.push_back(name);
     details_.emplace_back();
+    nodes_.push_back(std::move(nodes));
     return static_cast<uint32_t>(ops_.size() - 1);
 }
 
@@ -148,6 +149,7 @@ void OpBatch::reset() {
     ops_.clear();
     names_.clear();
     details_.clear();
+    nodes_.clear();
     buf_by_fd_.clear();
     tensor_by_ptr_.clear();
     tensor_by_shape_.clear();

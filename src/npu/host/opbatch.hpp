@@ -54,12 +54,13 @@ public:
 
     /// True when an op over `operands` fits next to what the batch holds.
     bool fit(const std::vector<Operand>& operands) const;
-    /// Appends op `opcode` (name for logs) with inputs `srcs` and outputs `dsts` (at most
-    /// TSL_NPU_MAX_SRC / TSL_NPU_MAX_DST; an Operand without tensor is an empty slot, TSL_NPU_NONE)
-    /// and node parameters `params`. Returns the op's index.
-    /// Throws tessel::Error(InvalidArgument) when it does not fit (call fit() first).
+    /// Appends op `opcode` (name for logs and profiles, e.g. "MUL_MAT" or a fused "RMS_NORM+MUL")
+    /// with inputs `srcs` and outputs `dsts` (at most TSL_NPU_MAX_SRC / TSL_NPU_MAX_DST; an Operand
+    /// without tensor is an empty slot, TSL_NPU_NONE), node parameters `params` and the graph nodes
+    /// the op computes (`nodes`: one, several for a fused op, none for MEMCPY and FENCE). Returns
+    /// the op's index. Throws tessel::Error(InvalidArgument) when it does not fit (call fit() first).
     uint32_t add(uint32_t opcode, const std::string& name, const std::vector<Operand>& srcs, const std::vector<Operand>& dsts,
-                 const int32_t* params);
+                 const int32_t* params, std::vector<const Tensor*> nodes = {});
     /// Direct access to the last op's descriptor (e.g. to fill kernel params).
     tsl_npu_op_desc& last_op() { return ops_.back(); }
     /// Attaches a description (types, shapes) to the last op, for profile lines.
@@ -73,6 +74,8 @@ public:
     const std::vector<std::string>& op_names() const { return names_; }
     /// Descriptions given by describe_last ("" where none).
     const std::vector<std::string>& op_details() const { return details_; }
+    /// Per op, the graph nodes it computes, in graph order (add's `nodes`).
+    const std::vector<std::vector<const Tensor*>>& op_nodes() const { return nodes_; }
     /// Descriptor tables as they stand (buffer order before write()'s sort), for tests and logs.
     const std::vector<tsl_npu_buf_desc>& buffers() const { return bufs_; }
     const std::vector<tsl_npu_tensor_desc>& tensors() const { return tensors_; }
@@ -95,6 +98,7 @@ private:
     std::vector<tsl_npu_op_desc> ops_;
     std::vector<std::string> names_;
     std::vector<std::string> details_;
+    std::vector<std::vector<const Tensor*>> nodes_;
     std::unordered_map<int32_t, uint32_t> buf_by_fd_;
     std::unordered_map<const Tensor*, uint16_t> tensor_by_ptr_;
     std::map<ShapeKey, uint16_t> tensor_by_shape_;

@@ -10,13 +10,18 @@ namespace tessel::npu {
 
 size_t nodes_of_op(const std::string& name) {
     if (name == "FENCE" || name == "SET_TENSOR" || name == "GET_TENSOR") return 0;
+    // "A+B" is 2 nodes; "A xN" N; "A+B xN" (N fused pairs) 2N
+    size_t copies = 1, end = name.size();
     if (const size_t x = name.rfind(" x"); x != std::string::npos && x + 2 < name.size()) {
         const std::string n = name.substr(x + 2);
-        if (n.find_first_not_of("0123456789") == std::string::npos) return static_cast<size_t>(std::stoul(n));
+        if (n.find_first_not_of("0123456789") == std::string::npos) {
+            copies = static_cast<size_t>(std::stoul(n));
+            end = x;
+        }
     }
     size_t parts = 1;
-    for (const char c : name) parts += c == '+';
-    return parts;
+    for (size_t i = 0; i < end; ++i) parts += name[i] == '+';
+    return parts * copies;
 }
 
 std::vector<OpTiming> pair_profile(const std::vector<OpProfile>& records, const std::vector<const Tensor*>& nodes) {

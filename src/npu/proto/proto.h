@@ -33,7 +33,7 @@ extern "C" {
 
 /* Bumped on any change of a struct below or of an opcode's meaning; the host refuses a device
  * that reports another version. */
-#define TSL_NPU_PROTO_VERSION 4u
+#define TSL_NPU_PROTO_VERSION 5u
 
 #define TSL_NPU_MAX_SRC 12          /* enough for an N-way fused matmul or a 4-rank all-reduce + residual */
 #define TSL_NPU_MAX_DST 8
@@ -79,8 +79,9 @@ enum tsl_npu_opcode {
     TSL_NPU_OP_MEMCPY = 6, /* copies the bytes of src0 to dst0 (equal `size`; types ignored) */
     TSL_NPU_OP_SUB = 7,      /* dst = src0 - src1 (broadcast like ADD) */
     TSL_NPU_OP_DIV = 8,      /* dst = src0 / src1 (broadcast like ADD) */
-    TSL_NPU_OP_RMS_NORM = 9, /* dst = x / sqrt(mean(x^2) + eps) per row; eps = float bits of params[0] */
-    TSL_NPU_OP_NORM = 10,    /* dst = (x - mean) / sqrt(var + eps) per row; eps = float bits of params[0] */
+    TSL_NPU_OP_RMS_NORM = 9, /* dst = x / sqrt(mean(x^2) + eps) per row; eps = float bits of params[0];
+                                optional src1 weight [ne0, ...] (broadcast like ADD): times it (fused MUL) */
+    TSL_NPU_OP_NORM = 10,    /* dst = (x - mean) / sqrt(var + eps) per row; eps, src1 weight as RMS_NORM */
     TSL_NPU_OP_UNARY = 11,   /* dst = f(src0), f = params[0]: tessel's UnaryOp numbering (op.hpp) */
     TSL_NPU_OP_GLU = 12,     /* params[0] = GluOp, params[1] = swapped; src0 [2K] halves, or src0, src1 [K] */
     TSL_NPU_OP_SUM_ROWS = 13, /* dst [1, ...] = sum of each row of src0 */
@@ -90,9 +91,12 @@ enum tsl_npu_opcode {
     TSL_NPU_OP_SET_ROWS = 17, /* dst0 row (src1[i, b2 % C2, b3 % C3], b2, b3) = src0 row (i, b2, b3) */
     TSL_NPU_OP_ARGSORT = 18,  /* dst I32 = stable index order of each row of src0; params[0] 1 = descending */
     TSL_NPU_OP_MUL_MAT = 19,  /* dst F32 [N, M, B2, B3] = src1 [K, M, B2, B3] . src0 [K, N, b2, b3]^T (weight batch
-                                 broadcast); kparams: tsl_npu_matmul_kparams */
+                                 broadcast); kparams: tsl_npu_matmul_kparams. Fused forms: optional src2 bias
+                                 F32 [N] added; more outputs dst[o] from weight src[1 + 2o], bias src[2 + 2o]
+                                 (all weights of src0's type, K and batch dims; ops_matmul.c) */
     TSL_NPU_OP_MUL_MAT_ID = 20, /* dst F32 [N, n_used, T] column (e, t) = src0 expert src2[e, t] . src1 [K, U, T]
-                                   column (e % U, t); ids out of range give zero columns */
+                                   column (e % U, t); ids out of range give zero columns; more outputs dst[o]
+                                   from weight src[2 + o] (same ids and activations) */
     TSL_NPU_OP_FLASH_ATTN_EXT = 21, /* src0 q, src1 k, src2 v, src3 mask, src4 sinks; kparams: tsl_npu_flash_attn_kparams */
     TSL_NPU_OP_COUNT = 22
 };

@@ -1,4 +1,5 @@
-// `tessel test-ops`: backend conformance. Every case is a one-op graph; the tool builds it once
+// `tessel test-ops`: backend conformance. Every case is a graph of one op (the fusion cases: a
+// short chain ending in the node compared); the tool builds it once
 // for the reference (the scalar kernels of cpu/ref on one thread, host memory) and once per
 // subject (a device's backend, for the CPU at several thread counts, and per weight buffer type
 // the device offers), feeds both the same seeded data, and compares the outputs by NMSE.
@@ -97,7 +98,7 @@ enum class Compare : uint8_t {
 struct Case {
     Op op = Op::NONE;
     std::string variant;                    ///< e.g. "SILU", "NEOX", "" (shown next to the op)
-    std::function<Tensor*(Maker&)> build;   ///< builds the one-op graph; returns the op's node
+    std::function<Tensor*(Maker&)> build;   ///< builds the graph; returns the node compared
     Compare compare = Compare::Nmse;
     double max_nmse = 1e-7;
     bool core = false;  ///< always part of the --ci subset
@@ -114,6 +115,8 @@ void add_elementwise_cases(std::vector<Case>& out);
 void add_reduce_cases(std::vector<Case>& out);
 void add_matmul_cases(std::vector<Case>& out);
 void add_attention_cases(std::vector<Case>& out);
+/// Chains of several nodes a backend may fuse (test_ops_cases_fusion.cpp).
+void add_fusion_cases(std::vector<Case>& out);
 
 /// The weight dtypes MUL_MAT / MUL_MAT_ID / GET_ROWS are tested with.
 const std::vector<DType>& weight_types();

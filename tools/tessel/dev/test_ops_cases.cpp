@@ -418,6 +418,7 @@ std::vector<Case> test_cases() {
     add_reduce_cases(all);
     add_matmul_cases(all);
     add_attention_cases(all);
+    add_fusion_cases(all);
     return all;
 }
 
