@@ -30,10 +30,11 @@ if ((busy)); then
   trap 'kill $spinner 2>/dev/null' EXIT
 fi
 
-# "pp tg" tokens/s of one `tessel bench` call (csv: the avg_ts column of each test row)
+# "pp tg" tokens/s of one `tessel bench` call on device $2 with TESSEL_NPU_OPFUSION=$1 (csv: avg_ts of each test row)
 run() {
   local out
-  out=$("$@" "$tessel" "${common[@]}" 2>/dev/null) || { echo "npu_fusion.sh: $* $tessel ${common[*]} failed" >&2; exit 1; }
+  out=$(TESSEL_NPU_OPFUSION=$1 "$tessel" "${common[@]}" --device "$2" 2>/dev/null) ||
+    { echo "npu_fusion.sh: TESSEL_NPU_OPFUSION=$1 $tessel ${common[*]} --device $2 failed" >&2; exit 1; }
   python3 -c '
 import csv, sys
 rows = list(csv.DictReader(sys.stdin))
@@ -42,9 +43,9 @@ print(ts["pp"], ts["tg"])' <<<"$out"
 }
 declare -a on_pp on_tg off_pp off_tg cpu_pp cpu_tg
 for ((r = 0; r < rounds; r++)); do
-  read -r a b < <(run env TESSEL_NPU_OPFUSION=1 --device npu); on_pp+=("$a"); on_tg+=("$b")
-  read -r a b < <(run env TESSEL_NPU_OPFUSION=0 --device npu); off_pp+=("$a"); off_tg+=("$b")
-  read -r a b < <(run env --device cpu); cpu_pp+=("$a"); cpu_tg+=("$b")
+  read -r a b < <(run 1 npu); on_pp+=("$a"); on_tg+=("$b")
+  read -r a b < <(run 0 npu); off_pp+=("$a"); off_tg+=("$b")
+  read -r a b < <(run 1 cpu); cpu_pp+=("$a"); cpu_tg+=("$b")
 done
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }

@@ -7,7 +7,7 @@
  * memcpy as the DMA stand-in; the CPU's vector and matrix (AMX) extensions as isa (cpuid, with the
  * OS's consent: for AMX, create asks Linux for the process's tile-data permission); each pool
  * thread's index as thread_index; perf_event_open counters of every pool thread as counters_read
- * (platform_posix_counters.h). */
+ * (platform_counters_posix.h). */
 #ifndef TESSEL_NPU_PLATFORM_POSIX_H
 #define TESSEL_NPU_PLATFORM_POSIX_H
 

@@ -4,8 +4,8 @@
  * none; at most three, in profile slots 5..7). An event the kernel will not count (no PMU in a
  * VM: ENOENT; perf_event_paranoid) is reported once per process on stderr as a note and reads 0.
  * Kernel-side counts are included where perf_event_paranoid allows (else user-side only). */
-#ifndef TESSEL_NPU_PLATFORM_POSIX_COUNTERS_H
-#define TESSEL_NPU_PLATFORM_POSIX_COUNTERS_H
+#ifndef TESSEL_NPU_PLATFORM_COUNTERS_POSIX_H
+#define TESSEL_NPU_PLATFORM_COUNTERS_POSIX_H
 
 #include <stdint.h>
 
@@ -27,4 +27,4 @@ void tsl_npu_posix_counters_read(posix_counters* c, uint64_t* out, uint32_t n);
 /* Closes every event and frees c (NULL: nothing). */
 void tsl_npu_posix_counters_close(posix_counters* c);
 
-#endif /* TESSEL_NPU_PLATFORM_POSIX_COUNTERS_H */
+#endif /* TESSEL_NPU_PLATFORM_COUNTERS_POSIX_H */
