@@ -123,8 +123,6 @@ uint32_t op_fusion() {
 
 }  // namespace
 
-static_assert(Config{}.opfusion == kFuseAll, "fusion is on by default");
-
 Config config_from_env() {
     Config c;
     c.n_devices = device_count();
