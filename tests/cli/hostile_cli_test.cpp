@@ -74,7 +74,7 @@ TEST(MetadataBudget, PastTheBudgetIsAnErrorNamingTheKeyAndTheVariable) {
 // test-ops selections that select nothing, and out-of-range numbers, are usage errors (exit 2).
 TEST(TestOpsUsage, EmptySelectionAndBadSeedExit2) {
     for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
-             {"test-ops", "-o", "ADD", "-t", "Q4_0"}, {"test-ops", "perf", "-o", "ADD", "-t", "Q4_0"}, {"test-ops", "--seed", "-1", "-o", "ADD"}}) {
+             {"test-ops", "-o", "SOFT_MAX", "-t", "Q4_0"}, {"test-ops", "perf", "-o", "SOFT_MAX", "-t", "Q4_0"}, {"test-ops", "--seed", "-1", "-o", "ADD"}}) {
         const CliResult r = run_tessel(args);
         EXPECT_EQ(r.exit_code, 2) << args.back() << ": " << r.err;
         ASSERT_EQ(r.err_lines().size(), 1u) << r.err;
