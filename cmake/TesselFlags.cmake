@@ -5,7 +5,8 @@
 # on; the two cannot be combined. TESSEL_FUZZ (with TESSEL_SANITIZE) adds libFuzzer's coverage
 # instrumentation to every target.
 # tessel_isa_sources(): per-ISA translation units get their target flags here, keyed by the
-# file-name suffix (_f16c, _avx2, _avx512, _avx512vnni, _avx512vbmi, _amx), so the portable build never uses -march=native.
+# file-name suffix (x86: _f16c, _avx2, _avx512, _avx512vnni, _avx512vbmi, _amx; aarch64: _neon, _dotprod,
+# _i8mm, _sve, _sme), so the portable build never uses -march=native.
 
 add_library(tessel_warnings INTERFACE)
 target_compile_options(tessel_warnings INTERFACE -Wall -Wextra -Werror)
@@ -79,6 +80,10 @@ set(TESSEL_X86 OFF)
 if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|i.86")
   set(TESSEL_X86 ON)
 endif()
+set(TESSEL_ARM64 OFF)
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "aarch64|arm64|ARM64")
+  set(TESSEL_ARM64 ON)
+endif()
 
 # Give each ISA-specific source the target flags its suffix names.
 function(tessel_isa_sources)
@@ -97,6 +102,17 @@ function(tessel_isa_sources)
     elseif(stem MATCHES "_avx512vbmi$")
       set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS
         "-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512vnni;-mavx512vbmi;-mavx2;-mfma;-mf16c")
+    elseif(stem MATCHES "_neon$")
+      set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "-march=armv8-a")
+    elseif(stem MATCHES "_dotprod$")
+      set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "-march=armv8.2-a+dotprod")
+    elseif(stem MATCHES "_i8mm$")
+      set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "-march=armv8.2-a+dotprod+i8mm")
+    elseif(stem MATCHES "_sve$")
+      set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "-march=armv8.2-a+dotprod+i8mm+sve")
+    elseif(stem MATCHES "_sme$")
+      # C++ around the SME cores runs outside streaming mode (NEON); the .S cores say .arch themselves
+      set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "-march=armv8.2-a+dotprod+i8mm+sve")
     elseif(stem MATCHES "_amx$")
       set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS
         "-mamx-tile;-mamx-int8;-mamx-bf16;-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512vnni;-mavx2;-mfma;-mf16c")

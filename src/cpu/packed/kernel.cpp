@@ -33,24 +33,31 @@ void throw_scratch_alloc(size_t bytes) {
 const std::vector<const Kernel*>& all_kernels() {
     static const std::vector<const Kernel*> table = [] {
         std::vector<const Kernel*> t;
-#if defined(__x86_64__)
-        auto add_packed = [&t](std::initializer_list<std::span<Kernel>> tabs) {
+        [[maybe_unused]] auto add_packed = [&t](std::initializer_list<std::span<Kernel>> tabs) {
             for (std::span<Kernel> tab : tabs)
                 for (Kernel& k : tab) {
                     k.format = format_for(k.weight);
                     t.push_back(&k);
                 }
         };
-        auto add_rows = [&t](std::initializer_list<std::span<const Kernel>> tabs) {
+        [[maybe_unused]] auto add_rows = [&t](std::initializer_list<std::span<const Kernel>> tabs) {
             for (std::span<const Kernel> tab : tabs)
                 for (const Kernel& k : tab) t.push_back(&k);
         };
+#if defined(__x86_64__)
         add_packed({kAmxKernels, kAvx512VnniKernels, kQ5Avx512VnniKernels, kKquantAvx512VnniKernels, kIq4nlAvx512VnniKernels});
         add_rows({kAvx512VnniRowsKernels});
         add_packed({kAvx512Kernels});
         add_rows({kAvx512FloatRowsKernels});
         add_packed({kAvx2Kernels, kQ5Avx2Kernels, kKquantAvx2Kernels, kIq4nlAvx2Kernels});
         add_rows({kAvx2RowsKernels, kAvx2KquantRowsKernels, kAvx2FloatRowsKernels});
+#elif defined(__aarch64__)
+        add_packed({kSmeKernels});
+        add_rows({kSmeRowsKernels});
+        add_packed({kSveKernels});
+        add_rows({kSveRowsKernels});
+        add_packed({kI8mmKernels, kDotprodKernels, kNeonKernels});
+        add_rows({kNeonRowsKernels});
 #endif
         for (const Kernel& k : ref_kernels()) t.push_back(&k);
         return t;

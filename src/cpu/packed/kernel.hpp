@@ -118,11 +118,12 @@ size_t rhs_offset(const Kernel& kern, int64_t n_idx, int64_t k);
 /// pack_lhs of the kernels with F32 activations: a copy of each row.
 void pack_f32_rows(const float* x, size_t x_stride, uint8_t* dst, int64_t m, int64_t k);
 
-/// Every compiled kernel, highest tier first (x86: amx, avx512vnni, avx512, avx2 tables; each
-/// tier's Packed tables, then its Rows tables), the reference kernels (tier scalar) last.
+/// Every compiled kernel, highest tier first (x86: amx, avx512vnni, avx512, avx2 tables; aarch64:
+/// sme, sve, i8mm, dotprod, neon; each tier's Packed tables, then its Rows tables), the reference
+/// kernels (tier scalar) last.
 const std::vector<const Kernel*>& all_kernels();
 
-/// Kernel tables of each ISA (per-ISA translation units; x86 only). They are constant-initialised
+/// Kernel tables of each ISA (per-ISA translation units, each compiled on its architecture only). They are constant-initialised
 /// data (constinit), never code: a translation unit built for an ISA this CPU lacks may run nothing
 /// before the chain checks the tier (its compiler may use that ISA anywhere, e.g. to build a
 /// vector: a table-building function in the AMX unit faulted on an AVX2-only CPU). all_kernels()
@@ -143,6 +144,16 @@ extern const std::span<const Kernel> kAvx512FloatRowsKernels;  ///< kernels/mul_
 extern const std::span<const Kernel> kAvx2RowsKernels;        ///< kernels/mul_mat_avx2.cpp
 extern const std::span<const Kernel> kAvx2KquantRowsKernels;  ///< kernels/mul_mat_kquants_avx2.cpp
 extern const std::span<const Kernel> kAvx2FloatRowsKernels;   ///< kernels/mul_mat_float_avx2.cpp
+/// aarch64 (docs/arm.md): the matrix unit (SME, outer products into ZA), SVE (vector-length agnostic),
+/// NEON with i8mm, NEON with dotprod, plain NEON.
+extern const std::span<Kernel> kSmeKernels;               ///< packed_sme.cpp
+extern const std::span<const Kernel> kSmeRowsKernels;     ///< packed_sme.cpp (F32 weights)
+extern const std::span<Kernel> kSveKernels;               ///< packed_sve.cpp
+extern const std::span<const Kernel> kSveRowsKernels;     ///< packed_sve.cpp (F32 weights)
+extern const std::span<Kernel> kI8mmKernels;              ///< packed_i8mm.cpp
+extern const std::span<Kernel> kDotprodKernels;           ///< packed_dotprod.cpp
+extern const std::span<Kernel> kNeonKernels;              ///< packed_neon.cpp
+extern const std::span<const Kernel> kNeonRowsKernels;    ///< packed_neon.cpp (F32 weights)
 /// The reference kernels (rows_ref.cpp, every architecture): one Rows kernel, tier scalar, F32
 /// activations, per weight type the reference dequantizes (quant::has_dequantize).
 std::span<const Kernel> ref_kernels();
