@@ -111,8 +111,9 @@ function(tessel_isa_sources)
     elseif(stem MATCHES "_sve$")
       set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "-march=armv8.2-a+dotprod+i8mm+sve")
     elseif(stem MATCHES "_sme$")
-      # C++ around the SME cores runs outside streaming mode (NEON); the .S cores say .arch themselves
-      set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "-march=armv8.2-a+dotprod+i8mm+sve")
+      # the C++ around the SME cores runs outside streaming mode as baseline code; the .S cores
+      # name their architecture themselves (.arch armv9-a+sme)
+      set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "-march=armv8-a")
     elseif(stem MATCHES "_amx$")
       set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS
         "-mamx-tile;-mamx-int8;-mamx-bf16;-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512vnni;-mavx2;-mfma;-mf16c")

@@ -1,0 +1,122 @@
+// The SME core of the sme-tier kernels (packed_sme.cpp): a tile of L activation rows times 16
+// weight rows as K rank-1 updates (FMOPA) into the ZA array, L = the streaming vector length in
+// 32-bit lanes (SVL / 32; 8 at QEMU's default 256 bits).
+//
+//   void tsl_sme_f32_tile(const float* xt, const float* wt, int64_t k, float* out);
+//     xt   [k][L] floats: xt[e * L + i] = activation row i, element e (the tile's rows transposed)
+//     wt   [k][16] floats: wt[e * 16 + j] = weight row j, element e
+//     out  [L][16] floats: out[i * 16 + j] = sum_e xt[e][i] * wt[e][j]  (f32 FMA in K order)
+//
+// The 16 weight columns span ceil(16 / L) ZA tiles: four (za0..za3) at L = 4, two at L = 8, one
+// (predicated to 16 lanes) from L = 16 up. The function enters streaming mode with ZA on and leaves
+// both before it returns; SMSTART/SMSTOP zero the vector registers, so it saves d8-d15, which the
+// procedure call standard makes callee-saved. It is a private-ZA function of a process that keeps
+// no ZA state anywhere else (no lazy save can be pending).
+    .arch armv9-a+sme
+    .text
+    .p2align 4
+    .global tsl_sme_f32_tile
+    .hidden tsl_sme_f32_tile
+    .type tsl_sme_f32_tile, %function
+tsl_sme_f32_tile:
+    stp     d8, d9, [sp, #-64]!
+    stp     d10, d11, [sp, #16]
+    stp     d12, d13, [sp, #32]
+    stp     d14, d15, [sp, #48]
+    smstart
+    zero    {za}
+    cntw    x4                      // L
+    ptrue   p0.s
+    mov     x5, #16
+    whilelt p1.s, xzr, x5           // the 16 weight lanes of a single tile (all lanes below L = 16)
+    cbz     x2, .Lstore
+    cmp     x4, #8
+    b.lt    .Lk4
+    b.eq    .Lk2
+.Lk1:                               // L >= 16: one tile
+    ld1w    {z0.s}, p0/z, [x0]
+    ld1w    {z1.s}, p1/z, [x1]
+    fmopa   za0.s, p0/m, p1/m, z0.s, z1.s
+    add     x0, x0, x4, lsl #2
+    add     x1, x1, #64
+    subs    x2, x2, #1
+    b.ne    .Lk1
+    b       .Lstore
+.Lk2:                               // L == 8: columns 0-7 in za0, 8-15 in za1
+    ld1w    {z0.s}, p0/z, [x0]
+    ld1w    {z1.s}, p0/z, [x1]
+    ld1w    {z2.s}, p0/z, [x1, #1, mul vl]
+    fmopa   za0.s, p0/m, p0/m, z0.s, z1.s
+    fmopa   za1.s, p0/m, p0/m, z0.s, z2.s
+    add     x0, x0, x4, lsl #2
+    add     x1, x1, #64
+    subs    x2, x2, #1
+    b.ne    .Lk2
+    b       .Lstore
+.Lk4:                               // L == 4: columns 4t..4t+3 in za<t>
+    ld1w    {z0.s}, p0/z, [x0]
+    ld1w    {z1.s}, p0/z, [x1]
+    ld1w    {z2.s}, p0/z, [x1, #1, mul vl]
+    ld1w    {z3.s}, p0/z, [x1, #2, mul vl]
+    ld1w    {z4.s}, p0/z, [x1, #3, mul vl]
+    fmopa   za0.s, p0/m, p0/m, z0.s, z1.s
+    fmopa   za1.s, p0/m, p0/m, z0.s, z2.s
+    fmopa   za2.s, p0/m, p0/m, z0.s, z3.s
+    fmopa   za3.s, p0/m, p0/m, z0.s, z4.s
+    add     x0, x0, x4, lsl #2
+    add     x1, x1, #64
+    subs    x2, x2, #1
+    b.ne    .Lk4
+.Lstore:                            // row i of every tile -> out + 64 i (+ 4 L bytes per tile)
+    mov     w12, #0
+    lsl     x8, x4, #1              // 2 L: the third tile's column offset in floats
+    add     x9, x8, x4              // 3 L
+    cmp     x4, #8
+    b.lt    .Ls4
+    b.eq    .Ls2
+.Ls1:
+    st1w    {za0h.s[w12, 0]}, p1, [x3]
+    add     x3, x3, #64
+    add     w12, w12, #1
+    cmp     x12, x4
+    b.lt    .Ls1
+    b       .Ldone
+.Ls2:
+    st1w    {za0h.s[w12, 0]}, p0, [x3]
+    st1w    {za1h.s[w12, 0]}, p0, [x3, x4, lsl #2]
+    add     x3, x3, #64
+    add     w12, w12, #1
+    cmp     x12, x4
+    b.lt    .Ls2
+    b       .Ldone
+.Ls4:
+    st1w    {za0h.s[w12, 0]}, p0, [x3]
+    st1w    {za1h.s[w12, 0]}, p0, [x3, x4, lsl #2]
+    st1w    {za2h.s[w12, 0]}, p0, [x3, x8, lsl #2]
+    st1w    {za3h.s[w12, 0]}, p0, [x3, x9, lsl #2]
+    add     x3, x3, #64
+    add     w12, w12, #1
+    cmp     x12, x4
+    b.lt    .Ls4
+.Ldone:
+    smstop
+    ldp     d10, d11, [sp, #16]
+    ldp     d12, d13, [sp, #32]
+    ldp     d14, d15, [sp, #48]
+    ldp     d8, d9, [sp], #64
+    ret
+    .size tsl_sme_f32_tile, .-tsl_sme_f32_tile
+
+// int64_t tsl_sme_lanes(void): L, the streaming vector length in 32-bit lanes (RDSVL runs outside
+// streaming mode too).
+    .p2align 4
+    .global tsl_sme_lanes
+    .hidden tsl_sme_lanes
+    .type tsl_sme_lanes, %function
+tsl_sme_lanes:
+    rdsvl   x0, #1
+    lsr     x0, x0, #2
+    ret
+    .size tsl_sme_lanes, .-tsl_sme_lanes
+
+    .section .note.GNU-stack, "", %progbits
