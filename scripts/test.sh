@@ -24,7 +24,9 @@
 #      NPU device pool, NPU in-process link), which links only the layers it tests (no model, tokenizer, runtime or
 #      tools are compiled there)
 #   5. aarch64 cross build (build-arm64/) and its unit, GGUF, model and test-ops --ci tests under
-#      QEMU (qemu-aarch64-static -cpu max); the NPU's full test-ops entries run in the release run only
+#      QEMU (qemu-aarch64-static -cpu max); the NPU's full test-ops entries run in the release run only;
+#      then the Arm matrix-product kernels at every tier cap on three QEMU CPU models, SVE at 128, 256
+#      and 512 bits, SME at 128, 256 and 512 bits and with one matrix thread (scripts/check-arm-kernels.py)
 #   6. test-ops --ci at every CPU tier of this machine, then the full suite on the release build
 #      (the golden models suite, label models, among it)
 # Label selections are anchored regular expressions (ctest -L matches a regex: 'model' alone would
@@ -154,6 +156,9 @@ cmake -S . -B build-arm64 -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchains/aarch64-linux-gnu.cmake"
 cmake --build build-arm64 --target test_unit test_gguf test_model tessel_cli
 (cd build-arm64 && run_ctest -L '^(unit|gguf|ops|model)$' -LE '^npu$')
+
+phase "Arm kernels under QEMU: every tier cap and CPU model (scripts/check-arm-kernels.py)"
+python3 scripts/check-arm-kernels.py build-arm64
 
 phase "test-ops CI subset at every CPU tier (TESSEL_CPU_ISA caps what kernels may use)"
 # every tier from the lowest up to this CPU's best (a cap above it is an error by design)
