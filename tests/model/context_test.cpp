@@ -130,8 +130,11 @@ TEST(Context, UbatchSizeDoesNotChangeLogits) {
     cpu::packed::set_packed_enabled(was);
 }
 
+// F32 weights: with Q8 activations a last-bit difference in attention may flip the rounding of
+// one quantized activation downstream (seen on aarch64: NMSE 9e-5 at one of 33 tokens, 0 at the
+// others), which says nothing about the attention paths compared here.
 TEST(Context, FlashAttentionOnAndOffAgree) {
-    auto m = tiny();
+    auto m = tiny(opts(DType::F32));
     const auto tokens = prompt(33);
     Context on(m, params(512, FlashAttn::On)), off(m, params(512, FlashAttn::Off));
     const auto a = run(on, tokens), b = run(off, tokens);

@@ -147,7 +147,7 @@ TEST(PackedKernel, EveryUsableKernelMatchesTheFloat64Dot) {
         check_kernel(*kern, 3, 40, 1536, 12);  // K of SmolLM2's ffn_down (6 K-quant super-blocks)
         check_kernel(*kern, 20, 80, 4096, 11);  // long K: the AMX Q4 kernels unpack these 5 groups in 2 batches
     }
-    if (tier_supported(f, CpuTier::Avx2)) {
+    if (tier_supported(f, CpuTier::Avx2) || tier_supported(f, CpuTier::Neon)) {
         EXPECT_GT(ran, 0);
     }
 }
@@ -254,6 +254,58 @@ TEST(PackedKernel, LhsPackingEqualsTheReferenceQuantizer) {
         EXPECT_EQ(want, got) << kern->name;
     }
 }
+
+#if defined(__aarch64__)
+/// kern's output for m activation rows x and the weight (packed: in kern's format; rows: GGUF rows).
+std::vector<float> run_kernel(const Kernel& kern, const std::vector<uint8_t>& rows, const std::vector<float>& x, int64_t m, int64_t n, int64_t k) {
+    std::vector<uint8_t> packed;
+    const uint8_t* rhs = rows.data();
+    if (kern.rhs_layout == RhsLayout::Packed) {
+        packed.resize(rhs_packed_bytes(kern, n, k));
+        kern.format->pack(rows.data(), packed.data(), n, k);
+        rhs = packed.data();
+    }
+    std::vector<uint8_t> lhs(lhs_packed_bytes(kern, m, k) + 64);
+    kern.pack_lhs(x.data(), static_cast<size_t>(k) * sizeof(float), lhs.data(), m, k);
+    std::vector<float> out(static_cast<size_t>(m * n), -7.0f);
+    GemmArgs args{lhs.data(), lhs_row_bytes(kern, k), rhs, out.data(), static_cast<size_t>(n) * sizeof(float), m, n, k};
+    args.rhs_stride = static_cast<size_t>(dtype_row_bytes(kern.weight, k));
+    (m == 1 ? kern.gemv : kern.gemm)(args);
+    return out;
+}
+
+// A chain mixes its kernels: the first with min_m <= M serves a product, a matrix-unit kernel shares
+// the columns with the next vector kernel (hybrid split), and a prompt and a single token must give
+// the same logits. So on Arm every usable kernel of a weight type (but the reference) gives the same
+// bits (neon_tiles.hpp), at every row count.
+TEST(PackedKernel, ArmKernelsOfATypeAgreeBitForBit) {
+    const CpuFeatures& f = usable_cpu_features();
+    int compared = 0;
+    for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q8_0, DType::IQ4_NL, DType::Q4_K, DType::F16, DType::F32}) {
+        std::vector<const Kernel*> kernels;
+        for (const Kernel* kern : chain(t, f))
+            if (kern->tier != CpuTier::Scalar) kernels.push_back(kern);
+        if (kernels.size() < 2) continue;
+        const int64_t block = static_cast<int64_t>(dtype_info(t).block_size);
+        for (int64_t m : {1, 3, 5, 17})
+            for (int64_t k : {block == 1 ? int64_t{37} : 2 * block, block == 1 ? int64_t{300} : 9 * block}) {
+                const int64_t n = 21;
+                const std::vector<uint8_t> rows = random_rows(t, n, k, static_cast<uint32_t>(m + k));
+                const std::vector<float> x = random_floats(static_cast<size_t>(m * k), static_cast<uint32_t>(m * k));
+                const std::vector<float> want = run_kernel(*kernels[0], rows, x, m, n, k);
+                for (size_t c = 1; c < kernels.size(); ++c) {
+                    const std::vector<float> got = run_kernel(*kernels[c], rows, x, m, n, k);
+                    EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
+                        << kernels[0]->name << " vs " << kernels[c]->name << " m=" << m << " k=" << k;
+                }
+            }
+        ++compared;
+    }
+    if (tier_supported(f, CpuTier::Dotprod)) {
+        EXPECT_GT(compared, 0);
+    }
+}
+#endif
 
 }  // namespace
 }  // namespace tessel::cpu::packed

@@ -14,7 +14,11 @@
 //   Q4_1    q_w = code (0..15), plus m_w * s_x (the Q8_1 block's s = d_x * sum q_x);
 //   Q4_K    per 256-element super-block: d_x * (d_w * sum_s scale_s * dot_s - dmin_w * sum_s min_s * bsum_s)
 //           (bsum_s: the Q8_K block's two 16-element sums of sub-block s).
-// The result of an output depends only on its inputs (never on the thread count or column range).
+// The result of an output depends only on its inputs (never on the thread count or column range),
+// and every Arm kernel of a weight type gives the same bits (its chain mixes them: a prompt and a
+// single token, the matrix unit and the threads beside it): quantized types scale their exact integer
+// block dots through block_accumulate / q4k_accumulate below; F16 and F32 sum fused multiply-adds in
+// K order.
 #pragma once
 
 #include <arm_neon.h>
@@ -133,6 +137,26 @@ inline void for_groups(const GemmArgs& a, size_t group_bytes, F&& tile) {
     }
 }
 
+/// acc[g] (columns 4g..4g+3) += one legacy-quant block's contribution from its integer dots d[g]:
+/// gb = the group's block (scales first), blk = the activation row's Q8_0 / Q8_1 block. Every Arm
+/// kernel of these types scales through here, so all of them (and the hybrid split between two of
+/// them) give the same bits.
+template <class W>
+[[gnu::always_inline]] inline void block_accumulate(float32x4_t (&acc)[4], const int32x4_t (&d)[4], const float32x4_t (&dw)[4],
+                                                    const uint8_t* gb, const uint8_t* blk) {
+    const float dx = f16_at(blk);
+    for (int g = 0; g < 4; ++g) acc[g] = vfmaq_f32(acc[g], vcvtq_f32_s32(d[g]), vmulq_n_f32(dw[g], dx));
+    if constexpr (W::kWeight == DType::Q4_1) {
+        const float sx = f16_at(blk + 2);
+        for (int g = 0; g < 4; ++g) acc[g] = vfmaq_n_f32(acc[g], f16x4_at(gb + 2 * kGroupRows + 8 * g), sx);
+    }
+}
+
+/// The fp16 d of the group block's 16 rows as 4 vectors.
+inline void block_scales(const uint8_t* gb, float32x4_t (&dw)[4]) {
+    for (int g = 0; g < 4; ++g) dw[g] = f16x4_at(gb + 8 * g);
+}
+
 /// MR activation rows (from i0) times one legacy-quant group over all blocks.
 template <class Dot, class W, int MR>
 void quant_tile(const GemmArgs& a, int64_t i0, const uint8_t* group, int64_t n0, int n_cols) {
@@ -145,17 +169,12 @@ void quant_tile(const GemmArgs& a, int64_t i0, const uint8_t* group, int64_t n0,
         BlockQuants q;
         decode_block<W::kWeight>(gb + 2 * W::kScales * kGroupRows, q);
         float32x4_t dw[4];
-        for (int g = 0; g < 4; ++g) dw[g] = f16x4_at(gb + 8 * g);
+        block_scales(gb, dw);
         for (int i = 0; i < MR; ++i) {
             const uint8_t* blk = a.lhs + (i0 + i) * a.lhs_stride + b * W::kLhsBlockBytes;
             int32x4_t d[4];
             block_dot<Dot>(q, reinterpret_cast<const int8_t*>(blk + W::kLhsHead), d);
-            const float dx = f16_at(blk);
-            for (int g = 0; g < 4; ++g) acc[i][g] = vfmaq_f32(acc[i][g], vcvtq_f32_s32(d[g]), vmulq_n_f32(dw[g], dx));
-            if constexpr (W::kWeight == DType::Q4_1) {
-                const float sx = f16_at(blk + 2);
-                for (int g = 0; g < 4; ++g) acc[i][g] = vfmaq_n_f32(acc[i][g], f16x4_at(gb + 2 * kGroupRows + 8 * g), sx);
-            }
+            block_accumulate<W>(acc[i], d, dw, gb, blk);
         }
     }
     for (int i = 0; i < MR; ++i) store16(out_row(a, i0 + i, n0), acc[i], n_cols);
@@ -191,10 +210,37 @@ inline void q4k_scales(const uint8_t* sb, Q4KScales& out) {
     }
 }
 
+constexpr int64_t kQ8KBlockBytes = 4 + 256 + 32;  ///< one Q8_K block: f32 d, 256 quants, 16 int16 sums
+
+/// One sub-block's integer dots d[g] into a super-block's sums: isum += scale * dot, msum += min *
+/// (the activation's sum over the sub-block); x = the activation row's Q8_K block.
+[[gnu::always_inline]] inline void q4k_sub_accumulate(int32x4_t (&isum)[4], int32x4_t (&msum)[4], const int32x4_t (&d)[4],
+                                                      const Q4KScales& s, int sub, const uint8_t* x) {
+    int16_t bs[2];
+    std::memcpy(bs, x + kQ8KBsums + 4 * sub, 4);
+    for (int g = 0; g < 4; ++g) {
+        isum[g] = vmlaq_s32(isum[g], d[g], vld1q_s32(&s.sc[sub][4 * g]));
+        msum[g] = vmlaq_n_s32(msum[g], vld1q_s32(&s.mn[sub][4 * g]), bs[0] + bs[1]);
+    }
+}
+
+/// acc[g] += one super-block's contribution from its sums (gb: the group's super-block, x: the
+/// activation row's Q8_K block). Shared by every Arm Q4_K kernel, as block_accumulate.
+[[gnu::always_inline]] inline void q4k_accumulate(float32x4_t (&acc)[4], const int32x4_t (&isum)[4], const int32x4_t (&msum)[4],
+                                                  const uint8_t* gb, const uint8_t* x) {
+    float dx;
+    std::memcpy(&dx, x + kQ8KD, 4);
+    for (int g = 0; g < 4; ++g) {
+        const float32x4_t dw = vmulq_n_f32(f16x4_at(gb + Q4KLayout::kD + 8 * g), dx);
+        const float32x4_t dm = vmulq_n_f32(f16x4_at(gb + Q4KLayout::kDmin + 8 * g), dx);
+        acc[g] = vfmaq_f32(acc[g], vcvtq_f32_s32(isum[g]), dw);
+        acc[g] = vfmsq_f32(acc[g], vcvtq_f32_s32(msum[g]), dm);
+    }
+}
+
 /// MR activation rows (from i0, Q8_K rows) times one q4_Kx16 group over all super-blocks.
 template <class Dot, int MR>
 void q4k_tile(const GemmArgs& a, int64_t i0, const uint8_t* group, int64_t n0, int n_cols) {
-    constexpr int64_t kLhsSuper = 4 + 256 + 32;  // Q8_K block bytes
     float32x4_t acc[MR][4];
     for (auto& r : acc)
         for (auto& v : r) v = vdupq_n_f32(0.0f);
@@ -208,31 +254,15 @@ void q4k_tile(const GemmArgs& a, int64_t i0, const uint8_t* group, int64_t n0, i
         for (int c = 0; c < 4; ++c) {
             BlockQuants half[2];
             decode_q4k_pair(gb + Q4KLayout::kQs + 512 * c, half[0], half[1]);
-            for (int h = 0; h < 2; ++h) {
-                const int sub = 2 * c + h;
+            for (int h = 0; h < 2; ++h)
                 for (int i = 0; i < MR; ++i) {
-                    const uint8_t* x = a.lhs + (i0 + i) * a.lhs_stride + sb * kLhsSuper;
+                    const uint8_t* x = a.lhs + (i0 + i) * a.lhs_stride + sb * kQ8KBlockBytes;
                     int32x4_t d[4];
-                    block_dot<Dot>(half[h], reinterpret_cast<const int8_t*>(x + kQ8KQs + 32 * sub), d);
-                    int16_t bs[2];
-                    std::memcpy(bs, x + kQ8KBsums + 4 * sub, 4);
-                    for (int g = 0; g < 4; ++g) {
-                        isum[i][g] = vmlaq_s32(isum[i][g], d[g], vld1q_s32(&s.sc[sub][4 * g]));
-                        msum[i][g] = vmlaq_n_s32(msum[i][g], vld1q_s32(&s.mn[sub][4 * g]), bs[0] + bs[1]);
-                    }
+                    block_dot<Dot>(half[h], reinterpret_cast<const int8_t*>(x + kQ8KQs + 32 * (2 * c + h)), d);
+                    q4k_sub_accumulate(isum[i], msum[i], d, s, 2 * c + h, x);
                 }
-            }
         }
-        for (int i = 0; i < MR; ++i) {
-            float dx;
-            std::memcpy(&dx, a.lhs + (i0 + i) * a.lhs_stride + sb * kLhsSuper + kQ8KD, 4);
-            for (int g = 0; g < 4; ++g) {
-                const float32x4_t dw = vmulq_n_f32(f16x4_at(gb + Q4KLayout::kD + 8 * g), dx);
-                const float32x4_t dm = vmulq_n_f32(f16x4_at(gb + Q4KLayout::kDmin + 8 * g), dx);
-                acc[i][g] = vfmaq_f32(acc[i][g], vcvtq_f32_s32(isum[i][g]), dw);
-                acc[i][g] = vfmsq_f32(acc[i][g], vcvtq_f32_s32(msum[i][g]), dm);
-            }
-        }
+        for (int i = 0; i < MR; ++i) q4k_accumulate(acc[i], isum[i], msum[i], gb, a.lhs + (i0 + i) * a.lhs_stride + sb * kQ8KBlockBytes);
     }
     for (int i = 0; i < MR; ++i) store16(out_row(a, i0 + i, n0), acc[i], n_cols);
 }

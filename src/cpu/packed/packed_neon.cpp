@@ -44,33 +44,38 @@ void f16_gemm(const GemmArgs& a) {
     });
 }
 
-/// MR F32 activation rows (from i0) times the nw (1..4) F32 weight rows from n0: 4 lanes of K per
-/// step, a horizontal sum and the K tail at the end.
+/// MR F32 activation rows (from i0) times the nw (1..4) F32 weight rows from n0, the 4 weight rows
+/// in the lanes of one accumulator per activation row: 4x4 blocks of the rows are transposed into
+/// K-columns, so every output is a chain of fused multiply-adds in K order (the order of the F16 and
+/// SME kernels).
 template <int MR>
 void f32_tile(const GemmArgs& a, int64_t i0, int64_t n0, int nw) {
     const float* w[4];
     for (int j = 0; j < 4; ++j) w[j] = reinterpret_cast<const float*>(a.rhs + static_cast<size_t>(n0 + std::min(j, nw - 1)) * a.rhs_stride);
     const float* x[MR];
     for (int i = 0; i < MR; ++i) x[i] = reinterpret_cast<const float*>(a.lhs + (i0 + i) * a.lhs_stride);
-    float32x4_t acc[MR][4];
-    for (auto& r : acc)
-        for (auto& v : r) v = vdupq_n_f32(0.0f);
+    float32x4_t acc[MR];
+    for (auto& v : acc) v = vdupq_n_f32(0.0f);
     int64_t e = 0;
     for (; e + 4 <= a.k; e += 4) {
-        float32x4_t wv[4];
-        for (int j = 0; j < 4; ++j) wv[j] = vld1q_f32(w[j] + e);
-        for (int i = 0; i < MR; ++i) {
-            const float32x4_t xv = vld1q_f32(x[i] + e);
-            for (int j = 0; j < 4; ++j) acc[i][j] = vfmaq_f32(acc[i][j], wv[j], xv);
-        }
+        const float32x4x2_t t01 = vtrnq_f32(vld1q_f32(w[0] + e), vld1q_f32(w[1] + e));
+        const float32x4x2_t t23 = vtrnq_f32(vld1q_f32(w[2] + e), vld1q_f32(w[3] + e));
+        const float32x4_t col[4] = {vcombine_f32(vget_low_f32(t01.val[0]), vget_low_f32(t23.val[0])),
+                                    vcombine_f32(vget_low_f32(t01.val[1]), vget_low_f32(t23.val[1])),
+                                    vcombine_f32(vget_high_f32(t01.val[0]), vget_high_f32(t23.val[0])),
+                                    vcombine_f32(vget_high_f32(t01.val[1]), vget_high_f32(t23.val[1]))};
+        for (int u = 0; u < 4; ++u)
+            for (int i = 0; i < MR; ++i) acc[i] = vfmaq_n_f32(acc[i], col[u], x[i][e + u]);
+    }
+    for (; e < a.k; ++e) {
+        const float c[4] = {w[0][e], w[1][e], w[2][e], w[3][e]};
+        const float32x4_t col = vld1q_f32(c);
+        for (int i = 0; i < MR; ++i) acc[i] = vfmaq_n_f32(acc[i], col, x[i][e]);
     }
     for (int i = 0; i < MR; ++i) {
-        float* out = out_row(a, i0 + i, n0);
-        for (int j = 0; j < nw; ++j) {
-            float s = vaddvq_f32(acc[i][j]);
-            for (int64_t t = e; t < a.k; ++t) s += w[j][t] * x[i][t];
-            out[j] = s;
-        }
+        float out[4];
+        vst1q_f32(out, acc[i]);
+        std::memcpy(out_row(a, i0 + i, n0), out, static_cast<size_t>(nw) * sizeof(float));
     }
 }
 
