@@ -191,7 +191,7 @@ CpuFeatures normalize_cpu_features(CpuFeatures f) {
     f.sve = f.sve && f.neon;
     f.sve2 = f.sve2 && f.sve;
     if (!f.sve) f.sve_vector_bytes = 0;
-    if (!f.sme) f.sme_vector_bytes = 0;
+    if (!f.sme) f.sme_vector_bytes = f.sme_units = 0;
     return f;
 }
 

@@ -7,7 +7,8 @@
 //   x86  cpuid, each feature AND-ed with the OS's XCR0 state (SSE+AVX state for AVX-family
 //        features, plus opmask/ZMM state for AVX-512, XTILECFG+XTILEDATA for AMX) and, for AMX,
 //        a successful arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA);
-//   Arm  getauxval(AT_HWCAP / AT_HWCAP2); SVE/SME vector lengths via prctl.
+//   Arm  getauxval(AT_HWCAP / AT_HWCAP2); SVE/SME vector lengths via prctl; with SME, the
+//        streaming-mode compute units from sysfs SMIDR_EL1 (core/sme_units.hpp).
 // Features whose prerequisites are missing are cleared (AVX-512 VNNI without AVX-512 F, SVE2
 // without SVE, ...), so the detected set is self-consistent.
 //
@@ -77,6 +78,8 @@ struct CpuFeatures {
     bool sme = false;
     int sve_vector_bytes = 0;  ///< SVE vector length in bytes; 0 unless sve
     int sme_vector_bytes = 0;  ///< SME streaming vector length in bytes; 0 unless sme
+    /// Streaming-mode compute units (SMIDR_EL1 of every CPU, core/sme_units.hpp); 0 = unknown or no sme
+    int sme_units = 0;
 
     bool operator==(const CpuFeatures&) const = default;
 };
@@ -123,13 +126,14 @@ bool tier_supported(const CpuFeatures& f, CpuTier tier);
 /// Highest tier of f.arch that `f` fully supports.
 CpuTier best_tier(const CpuFeatures& f);
 
-/// `f` with every feature above `cap` cleared (SVE/SME vector lengths drop to 0 with them).
+/// `f` with every feature above `cap` cleared (SVE/SME vector lengths and SME units drop to 0 with them).
 /// Pure. Throws Error(InvalidArgument) if `cap` is not a tier of f.arch (message lists the valid
 /// names) or if `f` does not support `cap` (a cap can only lower, never raise).
 CpuFeatures cap_cpu_features(const CpuFeatures& f, CpuTier cap);
 
 /// Clears features whose prerequisites are missing (e.g. AVX-512 VNNI without AVX-512 F, F16C
-/// without AVX, i8mm without NEON, SVE2 without SVE) and vector lengths of absent units. Pure.
+/// without AVX, i8mm without NEON, SVE2 without SVE) and vector lengths (and SME units) of absent
+/// units. Pure.
 CpuFeatures normalize_cpu_features(CpuFeatures f);
 
 /// Applies the value of TESSEL_CPU_ISA (nullptr = unset) to detected features. Pure. Throws

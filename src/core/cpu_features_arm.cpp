@@ -1,12 +1,14 @@
 // AArch64 feature detection: the kernel's HWCAP/HWCAP2 words (getauxval) and, for SVE and SME,
 // the vector lengths this thread runs with (prctl). The model name comes from /proc/cpuinfo
-// (see parse_cpuinfo_model).
+// (see parse_cpuinfo_model); with SME, the streaming-mode compute units from each CPU's SMIDR_EL1
+// in sysfs (sme_units.hpp).
 #if defined(__aarch64__)
 
 #include <sys/auxv.h>
 #include <sys/prctl.h>
 
 #include "core/cpu_features.hpp"
+#include "core/sme_units.hpp"
 
 namespace tessel::detail {
 namespace {
@@ -49,7 +51,10 @@ CpuFeatures detect_cpu_features() {
     f.i8mm = hw2 & kHwcap2I8mm;
     f.sme = hw2 & kHwcap2Sme;
     if (f.sve) f.sve_vector_bytes = vector_length(kPrSveGetVl);
-    if (f.sme) f.sme_vector_bytes = vector_length(kPrSmeGetVl);
+    if (f.sme) {
+        f.sme_vector_bytes = vector_length(kPrSmeGetVl);
+        f.sme_units = sme_units_from_sysfs("/sys/devices/system/cpu");
+    }
     return f;
 }
 

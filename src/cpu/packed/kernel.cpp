@@ -81,8 +81,16 @@ std::vector<const Kernel*> chain(DType t, const CpuFeatures& f, RhsLayout layout
     return out;
 }
 
+int default_matrix_thread_cap(const CpuFeatures& f) {
+    if (f.arch != CpuArch::Arm || !f.sme) return 0;
+    return f.sme_units > 0 ? f.sme_units : 1;
+}
+
 int matrix_thread_cap() {
-    static const int cap = static_cast<int>(env::whole_number("TESSEL_CPU_MATRIX_THREADS", 0, 1024, 0));  // 0: no cap
+    static const int cap = [] {
+        const int fallback = default_matrix_thread_cap(cpu_features());
+        return static_cast<int>(env::whole_number("TESSEL_CPU_MATRIX_THREADS", 0, 1024, static_cast<uint64_t>(fallback)));
+    }();
     return cap;
 }
 

@@ -31,8 +31,9 @@
 // (tier scalar, every architecture). The driver plans from the part of the chain in the weight's
 // layout (chain(t, f, layout)) and takes for an op with M activation rows the first whose
 // min_m <= M (so a matrix unit serves prompts and a vector kernel single tokens), and, with a
-// thread cap on the matrix unit (TESSEL_CPU_MATRIX_THREADS), the next non-matrix kernel as the
-// fallback slot for the remaining threads.
+// thread cap on the matrix unit (matrix_thread_cap(): TESSEL_CPU_MATRIX_THREADS, by default none
+// on x86 and the SME units on aarch64), the next non-matrix kernel as the fallback slot for the
+// remaining threads (co-execution).
 #pragma once
 
 #include <cstddef>
@@ -84,7 +85,7 @@ struct Kernel {
     const char* name;       ///< GEMM name, e.g. "q4_0_q8_0_gemm_8x16_avx512vnni"
     const char* gemv_name;  ///< GEMV name, e.g. "q4_0_q8_0_gemv_1x16_avx512vnni"
     CpuTier tier;           ///< lowest tier that can run it
-    bool matrix_unit;       ///< runs on a matrix unit (AMX): TESSEL_CPU_MATRIX_THREADS caps it
+    bool matrix_unit;       ///< runs on a matrix unit (AMX, SME): matrix_thread_cap() caps it
     DType weight;           ///< weight type (Packed: its Format is the RHS layout)
     DType lhs;              ///< activation packing: Q8_0 / Q8_1 / Q8_K rows (GGUF blocks) or F32 rows
     int mr, nr, kr, sr, m_step, n_step;
@@ -166,9 +167,14 @@ std::vector<const Kernel*> chain(DType t, const CpuFeatures& f);
 /// The part of the chain in one RHS layout (Packed: empty when t is not packed on this CPU).
 std::vector<const Kernel*> chain(DType t, const CpuFeatures& f, RhsLayout layout);
 
-/// The matrix-unit thread cap: TESSEL_CPU_MATRIX_THREADS (read once), 0 = no cap (the x86
-/// default: AMX is a per-core unit). Throws Error(Environment) naming the variable on a value
-/// that is not a whole number 0..1024.
+/// The matrix-unit thread cap without TESSEL_CPU_MATRIX_THREADS, from detected features f: on
+/// x86 0 = no cap (AMX is a per-core unit); on aarch64 with SME the streaming-mode compute units
+/// (f.sme_units: cores share them, so more threads than units only queue), 1 when unknown; else 0.
+int default_matrix_thread_cap(const CpuFeatures& f);
+
+/// The matrix-unit thread cap: TESSEL_CPU_MATRIX_THREADS (read once; 0 = no cap), else
+/// default_matrix_thread_cap(cpu_features()). Throws Error(Environment) naming the variable on a
+/// value that is not a whole number 0..1024.
 int matrix_thread_cap();
 
 /// The kernel(s) one op runs: `main` for M activation rows, and, when main is a matrix-unit kernel

@@ -1,5 +1,6 @@
 // `tessel info --system` and `tessel info --kernels`: this machine's CPU (model, cores, ISA
-// features and tiers under TESSEL_CPU_ISA) and the packed CPU kernels, as text or JSON.
+// features and tiers under TESSEL_CPU_ISA, SVE/SME vector lengths and SME units) and the packed
+// CPU kernels, as text or JSON.
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -41,6 +42,7 @@ void print_system(bool json) {
         if (det.arch == CpuArch::Arm) {
             out["sve_vector_bytes"] = {{"detected", det.sve_vector_bytes}, {"usable", use.sve_vector_bytes}};
             out["sme_vector_bytes"] = {{"detected", det.sme_vector_bytes}, {"usable", use.sme_vector_bytes}};
+            out["sme_units"] = {{"detected", det.sme_units}, {"usable", use.sme_units}};  // 0: unknown or no SME
         }
         out["best_tier"] = tier_name(best_tier(det));
         out["usable_tier"] = tier_name(best_tier(use));
@@ -71,6 +73,9 @@ void print_system(bool json) {
     if (det.arch == CpuArch::Arm) {
         std::printf("\nsve vector length: %d bytes (usable: %d)\n", det.sve_vector_bytes, use.sve_vector_bytes);
         std::printf("sme vector length: %d bytes (usable: %d)\n", det.sme_vector_bytes, use.sme_vector_bytes);
+        if (det.sme)
+            std::printf("sme units: %s (streaming-mode compute units, SMIDR_EL1)\n",
+                        det.sme_units > 0 ? std::to_string(det.sme_units).c_str() : "unknown");
     }
 }
 
