@@ -1,15 +1,16 @@
-// The NEON-family packed micro-kernels (aarch64), written once over an integer dot policy and
+// The NEON-family packed micro-kernels (aarch64), written once over a block-dot policy and
 // expanded per ISA unit: packed_neon.cpp (plain NEON: widening multiplies), packed_dotprod.cpp
-// (SDOT); packed_i8mm.cpp reuses the block decoding for its SMMLA kernels. Internal linkage: every
-// ISA unit keeps its own copy, built with its flags (see cpu/kernels/kernel.hpp on inline code in
-// ISA units).
+// (SDOT), packed_i8mm.cpp (SMMLA over row pairs; its 1-row kernel is the SDOT one). Internal
+// linkage: every ISA unit keeps its own copy, built with its flags (see cpu/kernels/kernel.hpp on
+// inline code in ISA units).
 //
 // Weights are the x16 packed formats of format.hpp. A 64-byte register of a group holds, for weight
 // row j at bytes 4j..4j+3, four K-bytes of that row: as four 128-bit NEON vectors it is rows 0-3,
 // 4-7, 8-11, 12-15, so a 4-byte dot product per 32-bit lane yields 4 output columns at once.
 // Activations are the GGUF rows of the kernel's lhs type (LhsLayout::Blocks): Q8_0 (Q4_0, Q8_0 and
 // IQ4_NL weights), Q8_1 (Q4_1), Q8_K (Q4_K), made by the reference quantizer; F32 for F16/F32 weights.
-// Per 32-element block: acc += float(sum q_w * q_x) * (d_w * d_x), as the x86 kernels do;
+// Per 32-element block: acc += float(sum q_w * q_x) * (d_w * d_x), as the x86 kernels do (the
+// integer sums are exact, so every policy gives the same floats);
 //   Q4_0    q_w = code - 8; IQ4_NL q_w = kValuesIQ4NL[code]; Q8_0 the stored int8;
 //   Q4_1    q_w = code (0..15), plus m_w * s_x (the Q8_1 block's s = d_x * sum q_x);
 //   Q4_K    per 256-element super-block: d_x * (d_w * sum_s scale_s * dot_s - dmin_w * sum_s min_s * bsum_s)
@@ -95,19 +96,39 @@ inline void decode_q4k_pair(const uint8_t* regs, BlockQuants& lo, BlockQuants& h
         }
 }
 
-/// d[g] = the 4 int32 dots of weight rows 4g..4g+3 with the 32 int8 activations at x, by the dot
-/// policy Dot (Dot::dot<L>(acc, w, x): acc + per 32-bit lane the dot of w's 4 bytes with x's lane L).
+// A block-dot policy B, the tiles' first parameter, multiplies one decoded block by kRows
+// activation rows at a time:
+//   B::kRows                 activation rows per step (a tile of fewer rows repeats its last row)
+//   B::prepare(q)            reorders a decoded block in place for dots, once per block
+//   B::dots(q, x, d)         d[r][g] = the 4 int32 dots of weight rows 4g..4g+3 with the 32 int8
+//                            activations at x[r], r < kRows
+
+/// The block-dot policy of a lane-dot policy Dot (Dot::dot<L>(acc, w, x): acc + per 32-bit lane the
+/// dot of w's 4 bytes with x's lane L): one activation row per step, the block as decoded.
 template <class Dot>
-[[gnu::always_inline]] inline void block_dot(const BlockQuants& b, const int8_t* x, int32x4_t (&d)[4]) {
-    const int8x16_t xl = vld1q_s8(x), xh = vld1q_s8(x + 16);
-    for (int g = 0; g < 4; ++g) {
-        int32x4_t s = vdupq_n_s32(0);
-        [&]<int... L>(std::integer_sequence<int, L...>) {
-            ((s = Dot::template dot<L>(s, b.q[L][g], xl), s = Dot::template dot<L>(s, b.q[L + 4][g], xh)), ...);
-        }(std::make_integer_sequence<int, 4>{});
-        d[g] = s;
+struct Lanes {
+    static constexpr int kRows = 1;
+    static void prepare(BlockQuants&) {}
+    [[gnu::always_inline]] static void dots(const BlockQuants& b, const int8_t* const* x, int32x4_t (*d)[4]) {
+        const int8x16_t xl = vld1q_s8(x[0]), xh = vld1q_s8(x[0] + 16);
+        for (int g = 0; g < 4; ++g) {
+            int32x4_t s = vdupq_n_s32(0);
+            [&]<int... L>(std::integer_sequence<int, L...>) {
+                ((s = Dot::template dot<L>(s, b.q[L][g], xl), s = Dot::template dot<L>(s, b.q[L + 4][g], xh)), ...);
+            }(std::make_integer_sequence<int, 4>{});
+            d[0][g] = s;
+        }
     }
-}
+};
+
+/// The SDOT lane dot (by-element form: the activation lane selected in place, no broadcast). Needs
+/// dotprod: instantiated by packed_dotprod.cpp and packed_i8mm.cpp only.
+struct DotSdot {
+    template <int L>
+    static int32x4_t dot(int32x4_t acc, int8x16_t w, int8x16_t x) {
+        return vdotq_laneq_s32(acc, w, x, L);
+    }
+};
 
 inline float* out_row(const GemmArgs& a, int64_t i, int64_t n0) {
     return reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(a.dst) + i * a.dst_stride) + n0;
@@ -133,9 +154,16 @@ inline void for_groups(const GemmArgs& a, size_t group_bytes, F&& tile) {
     }
 }
 
+/// The activation row of tile row i + r (r < R) in a tile of MR rows from i0: past the tile's last
+/// row, the last row again (its results are not stored).
+inline const uint8_t* tile_row(const GemmArgs& a, int64_t i0, int i, int r, int MR) {
+    return a.lhs + (i0 + std::min(i + r, MR - 1)) * static_cast<int64_t>(a.lhs_stride);
+}
+
 /// MR activation rows (from i0) times one legacy-quant group over all blocks.
-template <class Dot, class W, int MR>
+template <class B, class W, int MR>
 void quant_tile(const GemmArgs& a, int64_t i0, const uint8_t* group, int64_t n0, int n_cols) {
+    constexpr int R = B::kRows;
     const int64_t nb = a.k / 32;
     float32x4_t acc[MR][4];
     for (auto& r : acc)
@@ -144,29 +172,37 @@ void quant_tile(const GemmArgs& a, int64_t i0, const uint8_t* group, int64_t n0,
         const uint8_t* gb = group + b * W::kGroupBlockBytes;
         BlockQuants q;
         decode_block<W::kWeight>(gb + 2 * W::kScales * kGroupRows, q);
+        B::prepare(q);
         float32x4_t dw[4];
         for (int g = 0; g < 4; ++g) dw[g] = f16x4_at(gb + 8 * g);
-        for (int i = 0; i < MR; ++i) {
-            const uint8_t* blk = a.lhs + (i0 + i) * a.lhs_stride + b * W::kLhsBlockBytes;
-            int32x4_t d[4];
-            block_dot<Dot>(q, reinterpret_cast<const int8_t*>(blk + W::kLhsHead), d);
-            const float dx = f16_at(blk);
-            for (int g = 0; g < 4; ++g) acc[i][g] = vfmaq_f32(acc[i][g], vcvtq_f32_s32(d[g]), vmulq_n_f32(dw[g], dx));
-            if constexpr (W::kWeight == DType::Q4_1) {
-                const float sx = f16_at(blk + 2);
-                for (int g = 0; g < 4; ++g) acc[i][g] = vfmaq_n_f32(acc[i][g], f16x4_at(gb + 2 * kGroupRows + 8 * g), sx);
+        for (int i = 0; i < MR; i += R) {
+            const uint8_t* blk[R];
+            const int8_t* x[R];
+            for (int r = 0; r < R; ++r) {
+                blk[r] = tile_row(a, i0, i, r, MR) + b * W::kLhsBlockBytes;
+                x[r] = reinterpret_cast<const int8_t*>(blk[r] + W::kLhsHead);
+            }
+            int32x4_t d[R][4];
+            B::dots(q, x, d);
+            for (int r = 0; r < R && i + r < MR; ++r) {
+                const float dx = f16_at(blk[r]);
+                for (int g = 0; g < 4; ++g) acc[i + r][g] = vfmaq_f32(acc[i + r][g], vcvtq_f32_s32(d[r][g]), vmulq_n_f32(dw[g], dx));
+                if constexpr (W::kWeight == DType::Q4_1) {
+                    const float sx = f16_at(blk[r] + 2);
+                    for (int g = 0; g < 4; ++g) acc[i + r][g] = vfmaq_n_f32(acc[i + r][g], f16x4_at(gb + 2 * kGroupRows + 8 * g), sx);
+                }
             }
         }
     }
     for (int i = 0; i < MR; ++i) store16(out_row(a, i0 + i, n0), acc[i], n_cols);
 }
 
-template <class Dot, class W, int MR>
+template <class B, class W, int MR>
 void quant_gemm(const GemmArgs& a) {
     for_groups(a, static_cast<size_t>(kGroupRows * (a.k / 32) * (2 * W::kScales + W::kQs)),
                [&](const uint8_t* group, int64_t n0, int n_cols) {
                    for_row_tiles<MR>(a.m, [&](auto rows, int64_t i0) {
-                       quant_tile<Dot, W, decltype(rows)::value>(a, i0, group, n0, n_cols);
+                       quant_tile<B, W, decltype(rows)::value>(a, i0, group, n0, n_cols);
                    });
                });
 }
@@ -192,8 +228,9 @@ inline void q4k_scales(const uint8_t* sb, Q4KScales& out) {
 }
 
 /// MR activation rows (from i0, Q8_K rows) times one q4_Kx16 group over all super-blocks.
-template <class Dot, int MR>
+template <class B, int MR>
 void q4k_tile(const GemmArgs& a, int64_t i0, const uint8_t* group, int64_t n0, int n_cols) {
+    constexpr int R = B::kRows;
     constexpr int64_t kLhsSuper = 4 + 256 + 32;  // Q8_K block bytes
     float32x4_t acc[MR][4];
     for (auto& r : acc)
@@ -210,15 +247,23 @@ void q4k_tile(const GemmArgs& a, int64_t i0, const uint8_t* group, int64_t n0, i
             decode_q4k_pair(gb + Q4KLayout::kQs + 512 * c, half[0], half[1]);
             for (int h = 0; h < 2; ++h) {
                 const int sub = 2 * c + h;
-                for (int i = 0; i < MR; ++i) {
-                    const uint8_t* x = a.lhs + (i0 + i) * a.lhs_stride + sb * kLhsSuper;
-                    int32x4_t d[4];
-                    block_dot<Dot>(half[h], reinterpret_cast<const int8_t*>(x + kQ8KQs + 32 * sub), d);
-                    int16_t bs[2];
-                    std::memcpy(bs, x + kQ8KBsums + 4 * sub, 4);
-                    for (int g = 0; g < 4; ++g) {
-                        isum[i][g] = vmlaq_s32(isum[i][g], d[g], vld1q_s32(&s.sc[sub][4 * g]));
-                        msum[i][g] = vmlaq_n_s32(msum[i][g], vld1q_s32(&s.mn[sub][4 * g]), bs[0] + bs[1]);
+                B::prepare(half[h]);
+                for (int i = 0; i < MR; i += R) {
+                    const uint8_t* xs[R];
+                    const int8_t* x[R];
+                    for (int r = 0; r < R; ++r) {
+                        xs[r] = tile_row(a, i0, i, r, MR) + sb * kLhsSuper;
+                        x[r] = reinterpret_cast<const int8_t*>(xs[r] + kQ8KQs + 32 * sub);
+                    }
+                    int32x4_t d[R][4];
+                    B::dots(half[h], x, d);
+                    for (int r = 0; r < R && i + r < MR; ++r) {
+                        int16_t bs[2];
+                        std::memcpy(bs, xs[r] + kQ8KBsums + 4 * sub, 4);
+                        for (int g = 0; g < 4; ++g) {
+                            isum[i + r][g] = vmlaq_s32(isum[i + r][g], d[r][g], vld1q_s32(&s.sc[sub][4 * g]));
+                            msum[i + r][g] = vmlaq_n_s32(msum[i + r][g], vld1q_s32(&s.mn[sub][4 * g]), bs[0] + bs[1]);
+                        }
                     }
                 }
             }
@@ -237,10 +282,10 @@ void q4k_tile(const GemmArgs& a, int64_t i0, const uint8_t* group, int64_t n0, i
     for (int i = 0; i < MR; ++i) store16(out_row(a, i0 + i, n0), acc[i], n_cols);
 }
 
-template <class Dot, int MR>
+template <class B, int MR>
 void q4k_gemm(const GemmArgs& a) {
     for_groups(a, static_cast<size_t>((a.k / kSuper) * Q4KLayout::kBytes), [&](const uint8_t* group, int64_t n0, int n_cols) {
-        for_row_tiles<MR>(a.m, [&](auto rows, int64_t i0) { q4k_tile<Dot, decltype(rows)::value>(a, i0, group, n0, n_cols); });
+        for_row_tiles<MR>(a.m, [&](auto rows, int64_t i0) { q4k_tile<B, decltype(rows)::value>(a, i0, group, n0, n_cols); });
     });
 }
 
