@@ -1,8 +1,8 @@
-// The NEON-family packed micro-kernels (aarch64), written once over an integer dot policy and
+// The NEON-family packed micro-kernels (aarch64), written once over a block-dot policy and
 // expanded per ISA unit: packed_neon.cpp (plain NEON: widening multiplies), packed_dotprod.cpp
-// (SDOT); packed_i8mm.cpp reuses the block decoding for its SMMLA kernels. Internal linkage: every
-// ISA unit keeps its own copy, built with its flags (see cpu/kernels/kernel.hpp on inline code in
-// ISA units).
+// (SDOT), packed_i8mm.cpp (SMMLA over row pairs; its 1-row kernel is the SDOT one); packed_sme.cpp
+// scales its dots with the same functions. Internal linkage: every ISA unit keeps its own copy,
+// built with its flags (see cpu/kernels/kernel.hpp on inline code in ISA units).
 //
 // Weights are the x16 packed formats of format.hpp. A 64-byte register of a group holds, for weight
 // row j at bytes 4j..4j+3, four K-bytes of that row: as four 128-bit NEON vectors it is rows 0-3,
@@ -99,19 +99,39 @@ inline void decode_q4k_pair(const uint8_t* regs, BlockQuants& lo, BlockQuants& h
         }
 }
 
-/// d[g] = the 4 int32 dots of weight rows 4g..4g+3 with the 32 int8 activations at x, by the dot
-/// policy Dot (Dot::dot<L>(acc, w, x): acc + per 32-bit lane the dot of w's 4 bytes with x's lane L).
+// A block-dot policy B, the tiles' first parameter, multiplies one decoded block by kRows
+// activation rows at a time:
+//   B::kRows                 activation rows per step (a tile of fewer rows repeats its last row)
+//   B::prepare(q)            reorders a decoded block in place for dots, once per block
+//   B::dots(q, x, d)         d[r][g] = the 4 int32 dots of weight rows 4g..4g+3 with the 32 int8
+//                            activations at x[r], r < kRows
+
+/// The block-dot policy of a lane-dot policy Dot (Dot::dot<L>(acc, w, x): acc + per 32-bit lane the
+/// dot of w's 4 bytes with x's lane L): one activation row per step, the block as decoded.
 template <class Dot>
-[[gnu::always_inline]] inline void block_dot(const BlockQuants& b, const int8_t* x, int32x4_t (&d)[4]) {
-    const int8x16_t xl = vld1q_s8(x), xh = vld1q_s8(x + 16);
-    for (int g = 0; g < 4; ++g) {
-        int32x4_t s = vdupq_n_s32(0);
-        [&]<int... L>(std::integer_sequence<int, L...>) {
-            ((s = Dot::template dot<L>(s, b.q[L][g], xl), s = Dot::template dot<L>(s, b.q[L + 4][g], xh)), ...);
-        }(std::make_integer_sequence<int, 4>{});
-        d[g] = s;
+struct Lanes {
+    static constexpr int kRows = 1;
+    static void prepare(BlockQuants&) {}
+    [[gnu::always_inline]] static void dots(const BlockQuants& b, const int8_t* const* x, int32x4_t (*d)[4]) {
+        const int8x16_t xl = vld1q_s8(x[0]), xh = vld1q_s8(x[0] + 16);
+        for (int g = 0; g < 4; ++g) {
+            int32x4_t s = vdupq_n_s32(0);
+            [&]<int... L>(std::integer_sequence<int, L...>) {
+                ((s = Dot::template dot<L>(s, b.q[L][g], xl), s = Dot::template dot<L>(s, b.q[L + 4][g], xh)), ...);
+            }(std::make_integer_sequence<int, 4>{});
+            d[0][g] = s;
+        }
     }
-}
+};
+
+/// The SDOT lane dot (by-element form: the activation lane selected in place, no broadcast). Needs
+/// dotprod: instantiated by packed_dotprod.cpp and packed_i8mm.cpp only.
+struct DotSdot {
+    template <int L>
+    static int32x4_t dot(int32x4_t acc, int8x16_t w, int8x16_t x) {
+        return vdotq_laneq_s32(acc, w, x, L);
+    }
+};
 
 inline float* out_row(const GemmArgs& a, int64_t i, int64_t n0) {
     return reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(a.dst) + i * a.dst_stride) + n0;
@@ -157,8 +177,14 @@ inline void block_scales(const uint8_t* gb, float32x4_t (&dw)[4]) {
     for (int g = 0; g < 4; ++g) dw[g] = f16x4_at(gb + 8 * g);
 }
 
+/// The activation row of tile row i + r (r < R) in a tile of MR rows from i0: past the tile's last
+/// row, the last row again (its results are not stored).
+inline const uint8_t* tile_row(const GemmArgs& a, int64_t i0, int i, int r, int MR) {
+    return a.lhs + (i0 + std::min(i + r, MR - 1)) * static_cast<int64_t>(a.lhs_stride);
+}
+
 /// MR activation rows (from i0) times one legacy-quant group over all blocks.
-template <class Dot, class W, int MR>
+template <class B, class W, int MR>
 void quant_tile(const GemmArgs& a, int64_t i0, const uint8_t* group, int64_t n0, int n_cols) {
     const int64_t nb = a.k / 32;
     float32x4_t acc[MR][4];
@@ -168,24 +194,30 @@ void quant_tile(const GemmArgs& a, int64_t i0, const uint8_t* group, int64_t n0,
         const uint8_t* gb = group + b * W::kGroupBlockBytes;
         BlockQuants q;
         decode_block<W::kWeight>(gb + 2 * W::kScales * kGroupRows, q);
+        B::prepare(q);
         float32x4_t dw[4];
         block_scales(gb, dw);
-        for (int i = 0; i < MR; ++i) {
-            const uint8_t* blk = a.lhs + (i0 + i) * a.lhs_stride + b * W::kLhsBlockBytes;
-            int32x4_t d[4];
-            block_dot<Dot>(q, reinterpret_cast<const int8_t*>(blk + W::kLhsHead), d);
-            block_accumulate<W>(acc[i], d, dw, gb, blk);
+        for (int i = 0; i < MR; i += B::kRows) {
+            const uint8_t* blk[B::kRows];
+            const int8_t* x[B::kRows];
+            for (int r = 0; r < B::kRows; ++r) {
+                blk[r] = tile_row(a, i0, i, r, MR) + b * W::kLhsBlockBytes;
+                x[r] = reinterpret_cast<const int8_t*>(blk[r] + W::kLhsHead);
+            }
+            int32x4_t d[B::kRows][4];
+            B::dots(q, x, d);
+            for (int r = 0; r < B::kRows && i + r < MR; ++r) block_accumulate<W>(acc[i + r], d[r], dw, gb, blk[r]);
         }
     }
     for (int i = 0; i < MR; ++i) store16(out_row(a, i0 + i, n0), acc[i], n_cols);
 }
 
-template <class Dot, class W, int MR>
+template <class B, class W, int MR>
 void quant_gemm(const GemmArgs& a) {
     for_groups(a, static_cast<size_t>(kGroupRows * (a.k / 32) * (2 * W::kScales + W::kQs)),
                [&](const uint8_t* group, int64_t n0, int n_cols) {
                    for_row_tiles<MR>(a.m, [&](auto rows, int64_t i0) {
-                       quant_tile<Dot, W, decltype(rows)::value>(a, i0, group, n0, n_cols);
+                       quant_tile<B, W, decltype(rows)::value>(a, i0, group, n0, n_cols);
                    });
                });
 }
@@ -239,7 +271,7 @@ constexpr int64_t kQ8KBlockBytes = 4 + 256 + 32;  ///< one Q8_K block: f32 d, 25
 }
 
 /// MR activation rows (from i0, Q8_K rows) times one q4_Kx16 group over all super-blocks.
-template <class Dot, int MR>
+template <class B, int MR>
 void q4k_tile(const GemmArgs& a, int64_t i0, const uint8_t* group, int64_t n0, int n_cols) {
     float32x4_t acc[MR][4];
     for (auto& r : acc)
@@ -254,23 +286,31 @@ void q4k_tile(const GemmArgs& a, int64_t i0, const uint8_t* group, int64_t n0, i
         for (int c = 0; c < 4; ++c) {
             BlockQuants half[2];
             decode_q4k_pair(gb + Q4KLayout::kQs + 512 * c, half[0], half[1]);
-            for (int h = 0; h < 2; ++h)
-                for (int i = 0; i < MR; ++i) {
-                    const uint8_t* x = a.lhs + (i0 + i) * a.lhs_stride + sb * kQ8KBlockBytes;
-                    int32x4_t d[4];
-                    block_dot<Dot>(half[h], reinterpret_cast<const int8_t*>(x + kQ8KQs + 32 * (2 * c + h)), d);
-                    q4k_sub_accumulate(isum[i], msum[i], d, s, 2 * c + h, x);
+            for (int h = 0; h < 2; ++h) {
+                const int sub = 2 * c + h;
+                B::prepare(half[h]);
+                for (int i = 0; i < MR; i += B::kRows) {
+                    const uint8_t* xs[B::kRows];
+                    const int8_t* x[B::kRows];
+                    for (int r = 0; r < B::kRows; ++r) {
+                        xs[r] = tile_row(a, i0, i, r, MR) + sb * kQ8KBlockBytes;
+                        x[r] = reinterpret_cast<const int8_t*>(xs[r] + kQ8KQs + 32 * sub);
+                    }
+                    int32x4_t d[B::kRows][4];
+                    B::dots(half[h], x, d);
+                    for (int r = 0; r < B::kRows && i + r < MR; ++r) q4k_sub_accumulate(isum[i + r], msum[i + r], d[r], s, sub, xs[r]);
                 }
+            }
         }
         for (int i = 0; i < MR; ++i) q4k_accumulate(acc[i], isum[i], msum[i], gb, a.lhs + (i0 + i) * a.lhs_stride + sb * kQ8KBlockBytes);
     }
     for (int i = 0; i < MR; ++i) store16(out_row(a, i0 + i, n0), acc[i], n_cols);
 }
 
-template <class Dot, int MR>
+template <class B, int MR>
 void q4k_gemm(const GemmArgs& a) {
     for_groups(a, static_cast<size_t>((a.k / kSuper) * Q4KLayout::kBytes), [&](const uint8_t* group, int64_t n0, int n_cols) {
-        for_row_tiles<MR>(a.m, [&](auto rows, int64_t i0) { q4k_tile<Dot, decltype(rows)::value>(a, i0, group, n0, n_cols); });
+        for_row_tiles<MR>(a.m, [&](auto rows, int64_t i0) { q4k_tile<B, decltype(rows)::value>(a, i0, group, n0, n_cols); });
     });
 }
 

@@ -1,20 +1,13 @@
 // Packed micro-kernels, dotprod tier (aarch64 NEON with SDOT): the neon_tiles.hpp integer kernels
-// (Q4_0, Q4_1, Q8_0, IQ4_NL, Q4_K) with one SDOT (by-element form: the activation lane selected
-// in place, no broadcast) per 4 weight rows and 4 K-bytes.
+// (Q4_0, Q4_1, Q8_0, IQ4_NL, Q4_K) with one SDOT (neon_tiles.hpp's DotSdot) per 4 weight rows and
+// 4 K-bytes.
 #include "cpu/packed/neon_tiles.hpp"
 
 namespace tessel::cpu::packed {
 namespace {
 
-struct DotSdot {
-    template <int L>
-    static int32x4_t dot(int32x4_t acc, int8x16_t w, int8x16_t x) {
-        return vdotq_laneq_s32(acc, w, x, L);
-    }
-};
-
 constexpr int kMr = 4;
-using D = DotSdot;
+using D = Lanes<DotSdot>;
 
 constinit Kernel table[] = {
     {"q4_0_q8_0_gemm_4x16_dotprod", "q4_0_q8_0_gemv_1x16_dotprod", CpuTier::Dotprod, false, DType::Q4_0, DType::Q8_0, kMr, 16, 4, 2, kMr,

@@ -88,7 +88,7 @@ void f32_gemm(const GemmArgs& a) {
 }
 
 constexpr int kMr = 4;
-using D = DotMull;
+using D = Lanes<DotMull>;
 
 constinit Kernel table[] = {
     {"q4_0_q8_0_gemm_4x16_neon", "q4_0_q8_0_gemv_1x16_neon", CpuTier::Neon, false, DType::Q4_0, DType::Q8_0, kMr, 16, 4, 2, kMr, 16, 1,
