@@ -70,7 +70,7 @@ def check(tessel, cpu, cap, tier, extra, threads):
     problems = []
     if rc != 0 or f"usable tier {tier}," not in head:
         problems.append(f"info --kernels: expected usable tier {tier}, got: {head!r} (exit {rc})")
-    pick = re.search(r"^Q4_0 .*?packed chain M=512\s+-> (\S+):", info, re.S | re.M)
+    pick = re.search(r"^Q4_0 .*?packed chain M=512\s+-> ([^\s:]+)", info, re.S | re.M)
     if not pick or not pick.group(1).endswith("_" + tier):
         problems.append(f"info --kernels: a 512-row Q4_0 product should run a {tier} kernel, picks {pick.group(1) if pick else 'nothing'}")
     expected = tier_kernels(info, tier)

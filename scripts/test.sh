@@ -26,7 +26,8 @@
 #   5. aarch64 cross build (build-arm64/) and its unit, GGUF, model and test-ops --ci tests under
 #      QEMU (qemu-aarch64-static -cpu max); the NPU's full test-ops entries run in the release run only;
 #      then the Arm matrix-product kernels at every tier cap on three QEMU CPU models, SVE at 128, 256
-#      and 512 bits, SME at 128, 256 and 512 bits and with one matrix thread (scripts/check-arm-kernels.py)
+#      and 512 bits, SME at 128, 256 and 512 bits and with one matrix thread (scripts/check-arm-kernels.py),
+#      after scripts/check-arm-isa-units.sh proved the SVE and SME objects hold those instructions
 #   6. test-ops --ci at every CPU tier of this machine, then the full suite on the release build
 #      (the golden models suite, label models, among it)
 # Label selections are anchored regular expressions (ctest -L matches a regex: 'model' alone would
@@ -158,6 +159,7 @@ cmake --build build-arm64 --target test_unit test_gguf test_model tessel_cli
 (cd build-arm64 && run_ctest -L '^(unit|gguf|ops|model)$' -LE '^npu$')
 
 phase "Arm kernels under QEMU: every tier cap and CPU model (scripts/check-arm-kernels.py)"
+bash scripts/check-arm-isa-units.sh build-arm64
 python3 scripts/check-arm-kernels.py build-arm64
 
 phase "test-ops CI subset at every CPU tier (TESSEL_CPU_ISA caps what kernels may use)"

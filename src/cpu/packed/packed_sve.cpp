@@ -19,10 +19,11 @@
 // scale s0.j & 63, min s1.j & 63; j >= 4 scale s2.(j-4) & 15 | (s0.(j-4) >> 6) << 4, min
 // s2.(j-4) >> 4 | (s1.(j-4) >> 6) << 4. Integer sums are exact (|isum| <= 8 * 63 * 32 * 15 * 128).
 // F16: per K-element the chunk's fp16 values are widened and FMA-ed with each row's broadcast
-// activation. F32 Rows: per output one FMA chain over K in vector lanes, summed across lanes (svaddv).
+// activation; F32 Rows: the same on each 16-row group transposed once.
 //
-// The result of an output depends only on its inputs (never on the thread count or the call's
-// column range; it does depend on the vector length).
+// The result of an output depends only on its inputs (never on the thread count, the call's column
+// range or the vector length) and equals the other Arm kernels' bit for bit (neon_tiles.hpp): the same
+// integer dots scaled in the same order, F16 / F32 one FMA chain in K order.
 #include <algorithm>
 
 #include "cpu/packed/chunk_sve.hpp"
@@ -190,13 +191,15 @@ void q4k_gemm(const GemmArgs& a) {
     });
 }
 
-/// MR F32 activation rows (from row i0) times the chunk c0.. of one f16x16 group over all of K.
-template <int MR>
-void f16_tile(const GemmArgs& a, int64_t i0, const uint8_t* group, int64_t n0, int64_t c0) {
+/// MR F32 activation rows (from row i0) times the chunk c0.. of 16 weight rows whose element e is
+/// loaded by w(pg, e) (f16x16 group or transposed F32 rows): one FMA chain per output in K order,
+/// as every Arm F16 / F32 kernel (neon_tiles.hpp), so the chains mix them bit for bit.
+template <int MR, class LoadW>
+[[gnu::always_inline]] inline void float_tile(const GemmArgs& a, int64_t i0, int64_t n0, int64_t c0, LoadW&& w_at) {
     const svbool_t pg = chunk_pred();
     svfloat32_t acc0 = svdup_n_f32(0), acc1 = acc0, acc2 = acc0, acc3 = acc0;
     for (int64_t e = 0; e < a.k; ++e) {
-        const svfloat32_t w = load_f16(pg, group + 32 * e + 2 * c0);
+        const svfloat32_t w = w_at(pg, e);
         each_row<MR>([&](auto I) {
             svfloat32_t& acc = pick<I>(acc0, acc1, acc2, acc3);
             acc = svmla_n_f32_x(pg, acc, w, reinterpret_cast<const float*>(a.lhs + (i0 + I) * a.lhs_stride)[e]);
@@ -207,66 +210,31 @@ void f16_tile(const GemmArgs& a, int64_t i0, const uint8_t* group, int64_t n0, i
 
 constexpr int kMr = 4;
 
+template <int MR>
 void f16_gemm(const GemmArgs& a) {
-    each_chunk<kMr>(a, static_cast<size_t>(kGroupRows * a.k * 2), [&](auto rows, int64_t i0, const uint8_t* g, int64_t n0, int64_t c0) {
-        f16_tile<decltype(rows)::value>(a, i0, g, n0, c0);
+    each_chunk<MR>(a, static_cast<size_t>(kGroupRows * a.k * 2), [&](auto rows, int64_t i0, const uint8_t* g, int64_t n0, int64_t c0) {
+        float_tile<decltype(rows)::value>(a, i0, n0, c0, [&](svbool_t pg, int64_t e) { return load_f16(pg, g + 32 * e + 2 * c0); });
     });
 }
 
-/// One activation row: K-elements e, e+1, e+2, e+3 into four accumulators (independent FMA
-/// chains), added at the end.
-void f16_gemv(const GemmArgs& a) {
-    const float* x = reinterpret_cast<const float*>(a.lhs);
-    each_chunk<1>(a, static_cast<size_t>(kGroupRows * a.k * 2), [&](auto, int64_t, const uint8_t* g, int64_t n0, int64_t c0) {
-        const svbool_t pg = chunk_pred();
-        svfloat32_t acc0 = svdup_n_f32(0), acc1 = acc0, acc2 = acc0, acc3 = acc0;
-        const uint8_t* w = g + 2 * c0;
-        int64_t e = 0;
-        for (; e + 4 <= a.k; e += 4) {
-            acc0 = svmla_n_f32_x(pg, acc0, load_f16(pg, w + 32 * e), x[e]);
-            acc1 = svmla_n_f32_x(pg, acc1, load_f16(pg, w + 32 * (e + 1)), x[e + 1]);
-            acc2 = svmla_n_f32_x(pg, acc2, load_f16(pg, w + 32 * (e + 2)), x[e + 2]);
-            acc3 = svmla_n_f32_x(pg, acc3, load_f16(pg, w + 32 * (e + 3)), x[e + 3]);
-        }
-        for (; e < a.k; ++e) acc0 = svmla_n_f32_x(pg, acc0, load_f16(pg, w + 32 * e), x[e]);
-        store_chunk(a, 0, n0 + c0, svadd_f32_x(pg, svadd_f32_x(pg, acc0, acc1), svadd_f32_x(pg, acc2, acc3)));
-    });
-}
-
-/// F32 Rows: MR activation rows (from i0) times weight rows n and n + 1 (NW = 2) or n (NW = 1).
-template <int MR, int NW>
-void f32_rows_tile(const GemmArgs& a, int64_t i0, int64_t n) {
-    const float* w0 = reinterpret_cast<const float*>(a.rhs + static_cast<size_t>(n) * a.rhs_stride);
-    const float* w1 = reinterpret_cast<const float*>(a.rhs + static_cast<size_t>(n + NW - 1) * a.rhs_stride);
-    svfloat32_t p0 = svdup_n_f32(0), p1 = p0, p2 = p0, p3 = p0;  // weight row n
-    svfloat32_t q0 = p0, q1 = p0, q2 = p0, q3 = p0;              // weight row n + 1
-    for (int64_t k0 = 0; k0 < a.k; k0 += static_cast<int64_t>(svcntw())) {
-        const svbool_t pk = svwhilelt_b32(k0, a.k);
-        const svfloat32_t v0 = svld1_f32(pk, w0 + k0), v1 = svld1_f32(pk, w1 + k0);
-        each_row<MR>([&](auto I) {
-            const svfloat32_t x = svld1_f32(pk, reinterpret_cast<const float*>(a.lhs + (i0 + I) * a.lhs_stride) + k0);
-            svfloat32_t& p = pick<I>(p0, p1, p2, p3);
-            p = svmla_f32_m(pk, p, v0, x);
-            if constexpr (NW == 2) {
-                svfloat32_t& q = pick<I>(q0, q1, q2, q3);
-                q = svmla_f32_m(pk, q, v1, x);
-            }
-        });
-    }
-    const svbool_t all = svptrue_b32();
-    each_row<MR>([&](auto I) {
-        float* out = out_at(a, i0 + I, n);
-        out[0] = svaddv_f32(all, pick<I>(p0, p1, p2, p3));
-        if constexpr (NW == 2) out[1] = svaddv_f32(all, pick<I>(q0, q1, q2, q3));
-    });
-}
-
+/// F32 Rows: each 16-row group of weight rows transposed once into wt[e * 16 + j] (rows past n
+/// zero), then as the F16 kernel.
 template <int MR>
 void f32_rows_gemm(const GemmArgs& a) {
-    int64_t n = 0;
-    for (; n + 2 <= a.n; n += 2)
-        for_row_tiles<MR>(a.m, [&](auto rows, int64_t i0) { f32_rows_tile<decltype(rows)::value, 2>(a, i0, n); });
-    if (n < a.n) for_row_tiles<MR>(a.m, [&](auto rows, int64_t i0) { f32_rows_tile<decltype(rows)::value, 1>(a, i0, n); });
+    thread_local UnitBuffer<float> wt;
+    wt.resize(static_cast<size_t>(a.k * kGroupRows));
+    const int64_t step = chunk_rows();
+    for (int64_t n0 = 0; n0 < a.n; n0 += kGroupRows) {
+        const int64_t nw = std::min<int64_t>(kGroupRows, a.n - n0);
+        for (int64_t j = 0; j < kGroupRows; ++j) {
+            const float* w = reinterpret_cast<const float*>(a.rhs + static_cast<size_t>(n0 + std::min(j, nw - 1)) * a.rhs_stride);
+            for (int64_t e = 0; e < a.k; ++e) wt[static_cast<size_t>(e * kGroupRows + j)] = j < nw ? w[e] : 0.0f;
+        }
+        for (int64_t c0 = 0; c0 < nw; c0 += step)
+            for_row_tiles<MR>(a.m, [&](auto rows, int64_t i0) {
+                float_tile<decltype(rows)::value>(a, i0, n0, c0, [&](svbool_t pg, int64_t e) { return svld1_f32(pg, wt.data() + e * kGroupRows + c0); });
+            });
+    }
 }
 
 /// pack_lhs of the quantized kernels: each row as quant::quantize_row makes it (type T).
@@ -291,7 +259,7 @@ constinit Kernel table[] = {
     {"q4_K_q8_K_gemm_4x16_sve", "q4_K_q8_K_gemv_1x16_sve", CpuTier::Sve, false, DType::Q4_K, DType::Q8_K, kMr, 16, 4, 2, kMr, 16, 1,
      pack_q8<DType::Q8_K>, q4k_gemm<kMr>, q4k_gemm<1>},
     {"f16_f32_gemm_4x16_sve", "f16_f32_gemv_1x16_sve", CpuTier::Sve, false, DType::F16, DType::F32, kMr, 16, 2, 1, kMr, 16, 1,
-     pack_f32_rows, f16_gemm, f16_gemv},
+     pack_f32_rows, f16_gemm<kMr>, f16_gemm<1>},
 };
 
 constexpr Kernel kRowsTable[] = {
