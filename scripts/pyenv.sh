@@ -6,8 +6,9 @@
 #   scripts/pyenv.sh [xcheck]    the above plus llama-cpp-python (scripts/requirements-xcheck.txt):
 #                                regenerating tests/data/ against llama.cpp; never built by CI
 #   scripts/pyenv.sh plot        matplotlib (scripts/requirements-plot.txt): bench/compare.py --plot
+#   scripts/pyenv.sh server      pytest + openai + selenium (scripts/requirements-server-test.txt): tests/server/
 #
-# The venvs live at ${XDG_CACHE_HOME:-$HOME/.cache}/tessel/pyenv-reference, .../pyenv and .../pyenv-plot. Versions
+# The venvs live at ${XDG_CACHE_HOME:-$HOME/.cache}/tessel/pyenv-reference, .../pyenv, .../pyenv-plot and .../pyenv-server. Versions
 # come from the requirements files only. Idempotent: when every pin is already installed nothing is
 # installed. llama-cpp-python is built from its sdist with CMAKE_ARGS=-DGGML_NATIVE=OFF so the
 # reference library does not depend on the build machine's ISA.
@@ -20,7 +21,8 @@ case "$kind" in
   reference) reqs=("$here/requirements-reference.txt"); venv="$cache/pyenv-reference" ;;
   xcheck) reqs=("$here/requirements-reference.txt" "$here/requirements-xcheck.txt"); venv="$cache/pyenv" ;;
   plot) reqs=("$here/requirements-plot.txt"); venv="$cache/pyenv-plot" ;;
-  *) echo "pyenv: unknown environment '$kind' (reference, xcheck or plot)" >&2; exit 2 ;;
+  server) reqs=("$here/requirements-server-test.txt"); venv="$cache/pyenv-server" ;;
+  *) echo "pyenv: unknown environment '$kind' (reference, xcheck, plot or server)" >&2; exit 2 ;;
 esac
 base_python=${PYTHON:-python3}
 
