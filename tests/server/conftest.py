@@ -15,6 +15,8 @@ import urllib.request
 import pytest
 
 LISTENING = re.compile(r"listening on http://([0-9.]+):([0-9]+)")
+# What a sanitizer build prints when it finds a bug (ASan/LSan/TSan reports, UBSan's "runtime error:").
+SANITIZER_MARKS = ["AddressSanitizer", "LeakSanitizer", "ThreadSanitizer", "runtime error:"]
 
 
 class Server:
@@ -29,7 +31,8 @@ class Server:
                                      env={**os.environ, **(env or {})})
         self._found = threading.Event()
         self.url = None
-        threading.Thread(target=self._read_stderr, daemon=True).start()
+        self._reader = threading.Thread(target=self._read_stderr, daemon=True)
+        self._reader.start()
         deadline = time.monotonic() + ready_timeout
         while not self._found.wait(0.1):
             if self.proc.poll() is not None:
@@ -52,6 +55,9 @@ class Server:
     def text(self):
         return "".join(self.log)
 
+    def sanitizer_reports(self):
+        return [line for line in self.log if any(mark in line for mark in SANITIZER_MARKS)]
+
     def stop(self, timeout=60.0):
         """SIGTERM, then the exit code (a clean shutdown is 0); kills it after `timeout` seconds."""
         if self.proc.poll() is None:
@@ -62,12 +68,26 @@ class Server:
                 self.proc.kill()
                 self.proc.wait()
                 raise AssertionError(f"tessel serve did not exit within {timeout} s of SIGTERM:\n" + self.text())
+        self._reader.join(10.0)  # stderr to its end: a sanitizer reports at exit
         return self.proc.returncode
 
 
-@pytest.fixture
-def start_server():
-    """start_server(*args, env=None) -> Server; every server started is stopped (SIGTERM) after the test."""
+def _stop_all(servers):
+    """Stops every server; one that exits non-zero or printed a sanitizer report fails the test."""
+    bad = []
+    for s in servers:
+        try:
+            rc = s.stop()
+        except AssertionError as e:  # it hung: killed, and the others are still stopped
+            bad.append(str(e))
+            continue
+        if rc != 0 or s.sanitizer_reports():
+            bad.append(f"tessel serve {' '.join(s.proc.args[2:])}: exit code {rc}; stderr:\n{s.text()[-8000:]}")
+    assert not bad, "\n".join(bad)
+
+
+def _starter():
+    """A start(*args, env=None) -> Server function and the list of the servers it started."""
     started = []
 
     def start(*args, env=None):
@@ -75,6 +95,21 @@ def start_server():
         started.append(s)
         return s
 
+    return start, started
+
+
+@pytest.fixture
+def start_server():
+    """start_server(*args, env=None) -> Server; every server started is stopped (SIGTERM) after the test,
+    which fails if one exits non-zero or printed a sanitizer report."""
+    start, started = _starter()
     yield start
-    for s in started:
-        s.stop()
+    _stop_all(started)
+
+
+@pytest.fixture(scope="module")
+def start_module_server():
+    """As start_server, but the servers live until the module's last test: one server for a group of tests."""
+    start, started = _starter()
+    yield start
+    _stop_all(started)

@@ -1,0 +1,25 @@
+"""OpenAI's Python client pointed at a `tessel serve`, and the few values the tests share."""
+import os
+
+import openai
+
+# Prompts whose greedy answers run past 64 tokens: a request with a small max_tokens ends at "length".
+POEM = "Write a short poem about the sea."
+STORY = "Tell me a long story about a dragon and a knight."
+ENGINE = "Explain how a car engine works, in detail."
+# A raw prompt the model continues by counting for hundreds of tokens: a long generation on demand.
+COUNTING = "1, 2, 3, 4, 5, 6, 7, 8,"
+
+
+def client(server, key="x"):
+    """No retries (a 503 or 401 must reach the test) and a timeout that fits a slow sanitizer build."""
+    return openai.OpenAI(base_url=server.url + "/v1", api_key=key, max_retries=0, timeout=120.0)
+
+
+def model_id():
+    """The id the server reports: the model file's basename."""
+    return os.path.basename(os.environ["TESSEL_MODEL"])
+
+
+def user(text):
+    return [{"role": "user", "content": text}]
