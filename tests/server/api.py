@@ -9,6 +9,8 @@ STORY = "Tell me a long story about a dragon and a knight."
 ENGINE = "Explain how a car engine works, in detail."
 # A raw prompt the model continues by counting for hundreds of tokens: a long generation on demand.
 COUNTING = "1, 2, 3, 4, 5, 6, 7, 8,"
+# Its countdown: as sure of each next token, and a different sequence (batching tests tell them apart).
+COUNTDOWN = "100, 99, 98, 97, 96, 95,"
 
 
 def client(server, key="x"):
