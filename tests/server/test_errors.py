@@ -87,6 +87,10 @@ def test_prompt_longer_than_context(small_server):
     assert_error(r, 400, "invalid_request_error", ["context", "prompt"])
     r = raw_http.post(small_server.url, CHAT, {"messages": api.user(prompt), "max_tokens": 2})
     assert_error(r, 400, "invalid_request_error", ["context", "prompt"])
+    # a streamed request is refused the same way, before any SSE
+    r = raw_http.post(small_server.url, "/v1/completions", {"prompt": prompt, "max_tokens": 2, "stream": True})
+    assert_error(r, 400, "invalid_request_error", ["context", "prompt"])
+    assert r.headers["content-type"].startswith("application/json")
     # a prompt that fits still works
     r = raw_http.post(small_server.url, "/v1/completions", {"prompt": "hello " * 20, "max_tokens": 2})
     assert r.status == 200, r.body
@@ -98,3 +102,13 @@ def test_body_over_max_body(small_server):
                  ["body", "large", "max-body", "bytes"])
     r = raw_http.post(small_server.url, "/v1/completions", {"prompt": "x" * 100, "max_tokens": 1})
     assert r.status == 200, r.body
+
+
+def test_generation_ends_at_the_context(small_server):
+    """A prompt that fits, but leaves less room than max_tokens: "length" once the slot's 128 cells are
+    full (the last token is sampled from the last cell's logits, never decoded: 129 tokens at most)."""
+    r = raw_http.post(small_server.url, "/v1/completions", {"prompt": api.COUNTING * 4, "max_tokens": 500, "temperature": 0})
+    assert r.status == 200, r.body
+    u = r.json()["usage"]
+    assert r.json()["choices"][0]["finish_reason"] == "length"
+    assert 128 <= u["total_tokens"] <= 129, u

@@ -12,7 +12,7 @@ import raw_http
 
 @pytest.fixture(scope="module")
 def server(start_module_server):
-    return start_module_server("-np", "2", "-c", "4096")
+    return start_module_server("-np", "2", "-c", "4096", "-n", "7")
 
 
 @pytest.fixture(scope="module")
@@ -20,10 +20,19 @@ def oa(server):
     return api.client(server)
 
 
-def cli_greedy(prompt, n, raw):
+@pytest.fixture(scope="module")
+def fresh(start_module_server):
+    """Each request decoded from an empty cache by one sequence, as `tessel run` decodes: the same sums
+    in the same order, so greedy texts match it exactly. (A reused prefix or another sequence in the
+    cache changes the order of attention's sums, which can flip a near-tie: e.g. the Japanese text below
+    is one flash-attention setting away from another.)"""
+    return api.client(start_module_server("-np", "1", "--no-prompt-cache"))
+
+
+def cli_greedy(prompt, n, raw, *extra):
     """`tessel run`'s greedy text for the prompt (raw: no chat template), without the newline run ends with."""
     cmd = [os.environ["TESSEL_CLI"], "run", "-m", os.environ["TESSEL_MODEL"], "-p", prompt, "-n", str(n),
-           "--temp", "0", "--no-escape"] + (["--no-chat"] if raw else ["--chat"])
+           "--temp", "0", "--no-escape", *extra] + (["--no-chat"] if raw else ["--chat"])
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=300).stdout
     assert out.endswith("\n")
     return out[:-1]
@@ -66,26 +75,61 @@ def test_seeded_sampling_is_repeatable(oa):
 
 
 @pytest.mark.parametrize("prompt", ["The capital of France is", "def fibonacci(n):\n"])
-def test_completion_equals_cli_run(oa, prompt):
-    r = oa.completions.create(model="m", prompt=prompt, max_tokens=24, temperature=0)
+def test_completion_equals_cli_run(fresh, prompt):
+    r = fresh.completions.create(model="m", prompt=prompt, max_tokens=24, temperature=0)
     assert r.object == "text_completion"
     assert r.choices[0].text == cli_greedy(prompt, 24, raw=True)
     assert r.usage.completion_tokens == 24 and r.choices[0].finish_reason == "length"
 
 
-def test_chat_equals_cli_run(oa):
-    r = oa.chat.completions.create(model="m", messages=api.user(api.ENGINE), max_tokens=24, temperature=0)
+def test_chat_equals_cli_run(fresh):
+    r = fresh.chat.completions.create(model="m", messages=api.user(api.ENGINE), max_tokens=24, temperature=0)
     assert r.choices[0].message.content == cli_greedy(api.ENGINE, 24, raw=False)
 
 
+def test_chat_with_system_equals_cli_run(fresh):
+    system, question = "You are a pirate. Answer like one.", "Where is the treasure?"
+    msgs = [{"role": "system", "content": system}, {"role": "user", "content": question}]
+    r = fresh.chat.completions.create(model="m", messages=msgs, max_tokens=24, temperature=0)
+    assert r.choices[0].message.content == cli_greedy(question, 24, False, "--system-prompt", system)
+
+
+def test_logit_bias_equals_cli_run(fresh):
+    prompt = "The capital of France is"
+    paris, banana = 7042, 21285  # the ids of " Paris" and " banana" in SmolLM2's vocabulary
+    r = fresh.completions.create(model="m", prompt=prompt, max_tokens=3, temperature=0, logit_bias={str(banana): 100})
+    assert r.choices[0].text == " banana banana banana"
+    r = fresh.completions.create(model="m", prompt=prompt, max_tokens=6, temperature=0, logit_bias={str(paris): -100})
+    assert r.choices[0].text == cli_greedy(prompt, 6, True, "-l", f"{paris}-100")
+    assert "Paris" not in r.choices[0].text
+
+
+def test_default_max_tokens_is_n(oa):
+    """No max_tokens: the server's -n (7 here)."""
+    r = oa.completions.create(model="m", prompt=api.COUNTING, temperature=0)
+    assert r.usage.completion_tokens == 7 and r.choices[0].finish_reason == "length"
+
+
+def test_multibyte_text_streams_whole_characters(fresh):
+    # Japanese: 3-byte characters spread over several byte-level tokens
+    ask = dict(model="m", messages=api.user("Say hello in Japanese."), max_tokens=24, temperature=0)
+    whole = fresh.chat.completions.create(**ask).choices[0].message.content
+    assert whole == cli_greedy("Say hello in Japanese.", 24, raw=False)
+    assert any(ord(ch) > 0x3000 for ch in whole), whole
+    pieces = [c.choices[0].delta.content or "" for c in fresh.chat.completions.create(**ask, stream=True) if c.choices]
+    assert not [p for p in pieces if "\ufffd" in p], pieces
+    assert "".join(pieces) == whole
+
+
 def test_completion_prompt_forms_agree(server):
-    """A prompt given as a string and as a one-string list give the same greedy text."""
+    """A prompt given as a string, a one-string list and token ids give the same greedy text."""
     texts = []
-    for prompt in ["The capital of France is", ["The capital of France is"]]:
+    # the ids: `tessel tokenize` of the text (SmolLM2 adds no BOS)
+    for prompt in ["The capital of France is", ["The capital of France is"], [504, 3575, 282, 4649, 314]]:
         r = raw_http.post(server.url, "/v1/completions", {"prompt": prompt, "max_tokens": 8, "temperature": 0})
         assert r.status == 200, r.body
         texts.append(r.json()["choices"][0]["text"])
-    assert texts[0] and texts[0] == texts[1]
+    assert texts[0] and texts[0] == texts[1] == texts[2]
 
 
 def test_chat_stream_matches_non_stream(oa):

@@ -100,6 +100,19 @@ def test_full_queue_answers_503(start_server):
         r.close()
 
 
+def test_disconnect_while_queued_leaves_the_queue(start_server):
+    s = start_server("-np", "1", "--queue", "2")
+    body = {"prompt": api.COUNTING, "max_tokens": 300, "temperature": 0}
+    running = raw_http.Stream(s.url, "/v1/completions", body)
+    wait_metric(s, "tessel_slots_busy", 1)
+    queued = raw_http.Stream(s.url, "/v1/completions", body)
+    wait_metric(s, "tessel_queue_length", 1)
+    queued.close()
+    wait_metric(s, "tessel_queue_length", 0, within=3.0)
+    assert s.stop() == 0  # also ends the running request
+    running.close()
+
+
 def test_sigterm_during_stream_exits_0(start_server):
     s = start_server("-np", "1")
     st = raw_http.Stream(s.url, "/v1/completions", {"prompt": api.COUNTING, "max_tokens": 2000, "temperature": 0,
