@@ -130,8 +130,9 @@ def test_web_page_streams_the_conversation(start_server, browser, capsys):
     assert f"{usage['completion_tokens']} generated tokens" in stats
 
     # a second turn by Enter (Shift+Enter is a newline): the page sends the whole conversation
-    follow = "Line one\nline two"
-    browser.find_element(By.ID, "input").send_keys("Line one" + Keys.SHIFT + Keys.ENTER + Keys.NULL + "line two")
+    follow = "Now one about the sky.\nKeep it short."
+    browser.find_element(By.ID, "input").send_keys("Now one about the sky." + Keys.SHIFT + Keys.ENTER + Keys.NULL +
+                                                   "Keep it short.")
     browser.find_element(By.ID, "input").send_keys(Keys.ENTER)
     wait_reply(browser, 2)
     assert text_of(browser, "#messages .msg.user", 1) == follow
