@@ -152,7 +152,8 @@ def test_web_page_streams_the_conversation(start_server, browser, capsys):
 def test_web_page_stop_ends_the_reply(start_server, browser):
     server = start_server("-n", "-1")
     open_page(browser, server, temperature="0", max_tokens="400")
-    browser.find_element(By.ID, "input").send_keys("Count from 1 to 200, separated by commas.")
+    prompt = "Count from 1 to 200, separated by commas."   # about 120 tokens: Stop comes well before the end
+    browser.find_element(By.ID, "input").send_keys(prompt)
     browser.find_element(By.ID, "send").click()
     WebDriverWait(browser, REPLY_TIMEOUT).until(lambda d: text_of(d, ASSISTANT, 0) if
                                                 d.find_elements(By.CSS_SELECTOR, ASSISTANT) else "")
@@ -161,8 +162,12 @@ def test_web_page_stop_ends_the_reply(start_server, browser):
     assert browser.find_element(By.ID, "send").is_enabled()
     assert not browser.find_element(By.ID, "stop").is_enabled()
     stopped_at = text_of(browser, ASSISTANT, 0)
-    status, ref = post_chat(server.url, {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4})
-    assert status == 200, ref   # the slot was freed: the server still answers
+    # one slot: this answers only once Stop has freed it; the stopped text is a strict prefix of the full reply
+    status, ref = post_chat(server.url, {"messages": [{"role": "user", "content": prompt}],
+                                         "temperature": 0, "max_tokens": 400})
+    assert status == 200, ref
+    full = ref["choices"][0]["message"]["content"]
+    assert full.startswith(stopped_at) and len(stopped_at) < len(full)
     assert text_of(browser, ASSISTANT, 0) == stopped_at   # nothing arrived after Stop
 
 
