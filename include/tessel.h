@@ -265,9 +265,15 @@ typedef struct tessel_context_params {
     tessel_flash_attn flash_attn;
     const char* type_k; /* KV cache types "f16", "f32" or "q8_0" (q8_0 V needs flash attention); */
     const char* type_v; /* NULL: "f16" */
+    /* true: any sequence takes any free cell. false: sequences 0..n_seq_max-1 (1..64) each own
+     * n_ctx / n_seq_max cells (a multiple of 32) and position p always sits in the same cell, so a
+     * sequence's logits do not depend on the others in its batch (engine.hpp, ContextParams). */
+    bool kv_unified;
+    int32_t n_seq_max;
 } tessel_context_params;
 
-/* n_ctx 0, n_ubatch 512, n_threads 0, flash_attn AUTO, type_k and type_v "f16". */
+/* n_ctx 0, n_ubatch 512, n_threads 0, flash_attn AUTO, type_k and type_v "f16", kv_unified true,
+ * n_seq_max 1. */
 TESSEL_API tessel_context_params tessel_context_default_params(void);
 
 /* A context (KV cache, compute buffers) on `model`'s devices (params NULL: the defaults).
@@ -278,6 +284,8 @@ TESSEL_API tessel_status tessel_context_new(const tessel_model* model, const tes
 TESSEL_API void tessel_context_free(tessel_context* ctx);
 /* Cache size in tokens, or 0 for NULL. */
 TESSEL_API int64_t tessel_context_n_ctx(const tessel_context* ctx);
+/* Cells one sequence may hold (n_ctx, or its range when !kv_unified), or 0 for NULL. */
+TESSEL_API int64_t tessel_context_n_ctx_seq(const tessel_context* ctx);
 
 /* One entry of a decode batch. */
 typedef struct tessel_batch_token {

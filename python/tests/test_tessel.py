@@ -212,3 +212,12 @@ def test_wrong_types_raise_type_error_and_bad_values_tessel_error(model, model_p
     with pytest.raises(tessel.Error) as e:
         tessel.Context(model, flash_attn="maybe")
     assert_invalid(e, "flash_attn")
+
+
+def test_split_cache_gives_each_sequence_its_range(model):
+    ctx = tessel.Context(model, n_ctx=256, kv_unified=False, n_seq_max=3)
+    assert (ctx.n_ctx, ctx.n_ctx_seq) == (256, 64)  # 256 / 3 rounded down to a multiple of 32
+    assert tessel.Context(model, n_ctx=256).n_ctx_seq == 256
+    with pytest.raises(tessel.Error) as e:
+        tessel.Context(model, n_ctx=256, kv_unified=False, n_seq_max=0)
+    assert "n_seq_max" in e.value.message

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "tessel/errors.hpp"
 
@@ -28,8 +30,17 @@ bool in_range(int32_t pos, int32_t p0, int32_t p1) { return pos >= p0 && (p1 < 0
 
 }  // namespace
 
-KvCache::KvCache(const Hparams& hp, int64_t kv_size, DType type_k, DType type_v, BufferType& bt) {
+KvCache::KvCache(const Hparams& hp, int64_t kv_size, DType type_k, DType type_v, BufferType& bt, int32_t n_seq) {
     if (kv_size <= 0) throw Error(ErrorCode::InvalidArgument, "KV cache size must be > 0 cells");
+    if (n_seq < 0 || n_seq > kMaxSeq)
+        throw Error(ErrorCode::InvalidArgument, "a split KV cache holds 1.." + std::to_string(kMaxSeq) + " sequences, not " + std::to_string(n_seq));
+    if (n_seq > 0) {
+        range_ = kv_size / n_seq / kSplitAlign * kSplitAlign;
+        if (range_ == 0)
+            throw Error(ErrorCode::InvalidArgument, "a KV cache of " + std::to_string(kv_size) + " cells split over " + std::to_string(n_seq) +
+                                                        " sequences leaves fewer than " + std::to_string(kSplitAlign) + " cells each");
+        n_seq_ = n_seq;
+    }
     check_type(type_k, hp, "K");
     check_type(type_v, hp, "V");
     cells_.resize(static_cast<size_t>(kv_size));
@@ -57,13 +68,28 @@ size_t KvCache::bytes() const {
     return n;
 }
 
-void KvCache::find_free(std::span<int64_t> cells) const {
-    size_t found = 0;
-    for (int64_t c = 0; c < size() && found < cells.size(); ++c)
-        if (cells_[static_cast<size_t>(c)].seqs == 0) cells[found++] = c;
-    if (found < cells.size())
-        throw Error(ErrorCode::ContextFull, "the context is full: " + std::to_string(cells.size()) + " tokens need cells, " +
-                                                std::to_string(found) + " of " + std::to_string(size()) + " are free");
+void KvCache::find_cells(std::span<const int32_t> pos, std::span<const int32_t> seq, std::span<int64_t> cells) const {
+    if (n_seq_ == 0) {
+        size_t found = 0;
+        for (int64_t c = 0; c < size() && found < cells.size(); ++c)
+            if (cells_[static_cast<size_t>(c)].seqs == 0) cells[found++] = c;
+        if (found < cells.size())
+            throw Error(ErrorCode::ContextFull, "the context is full: " + std::to_string(cells.size()) + " tokens need cells, " +
+                                                    std::to_string(found) + " of " + std::to_string(size()) + " are free");
+        return;
+    }
+    for (size_t i = 0; i < cells.size(); ++i) {
+        const std::string token = "position " + std::to_string(pos[i]) + " of sequence " + std::to_string(seq[i]);
+        if (seq[i] >= n_seq_)
+            throw Error(ErrorCode::InvalidArgument, "sequence " + std::to_string(seq[i]) + ": the KV cache is split for sequences 0.." +
+                                                        std::to_string(n_seq_ - 1));
+        if (pos[i] >= range_)
+            throw Error(ErrorCode::ContextFull, "the context is full: " + token + " does not fit in the sequence's " + std::to_string(range_) + " cells");
+        const int64_t c = seq[i] * range_ + pos[i];
+        if (cells_[static_cast<size_t>(c)].seqs != 0 || std::find(cells.begin(), cells.begin() + static_cast<std::ptrdiff_t>(i), c) != cells.begin() + static_cast<std::ptrdiff_t>(i))
+            throw Error(ErrorCode::InvalidArgument, token + " is already in the cache (remove it with seq_rm first)");
+        cells[i] = c;
+    }
 }
 
 void KvCache::occupy(int64_t c, int32_t pos, int32_t seq) {
@@ -108,8 +134,32 @@ void KvCache::seq_rm(int32_t seq, int32_t p0, int32_t p1) {
 void KvCache::seq_cp(int32_t src, int32_t dst, int32_t p0, int32_t p1) {
     check_seq(src);
     check_seq(dst);
-    for (Cell& cell : cells_)
-        if ((cell.seqs >> src & 1) && in_range(cell.pos, p0, p1)) cell.seqs |= uint64_t{1} << dst;
+    if (n_seq_ == 0) {
+        for (Cell& cell : cells_)
+            if ((cell.seqs >> src & 1) && in_range(cell.pos, p0, p1)) cell.seqs |= uint64_t{1} << dst;
+        return;
+    }
+    if (src >= n_seq_ || dst >= n_seq_)
+        throw Error(ErrorCode::InvalidArgument, "seq_cp " + std::to_string(src) + " -> " + std::to_string(dst) +
+                                                    ": the KV cache is split for sequences 0.." + std::to_string(n_seq_ - 1));
+    if (src == dst) return;
+    for (int64_t p = 0; p < range_; ++p) {
+        const Cell& from = cells_[static_cast<size_t>(src * range_ + p)];
+        if (!(from.seqs >> src & 1) || !in_range(from.pos, p0, p1)) continue;
+        const int64_t to = dst * range_ + from.pos;  // a split range holds position p in its cell p
+        copy_rows(src * range_ + p, to);
+        cells_[static_cast<size_t>(to)] = Cell{from.pos, uint64_t{1} << dst};
+    }
+}
+
+void KvCache::copy_rows(int64_t from, int64_t to) {
+    std::vector<uint8_t> row;
+    for (Tensor& t : tensors_) {
+        const size_t bytes = t.nb[1];
+        row.resize(bytes);
+        buffer_->get_tensor(t, row.data(), static_cast<size_t>(from) * bytes, bytes);
+        buffer_->set_tensor(t, row.data(), static_cast<size_t>(to) * bytes, bytes);
+    }
 }
 
 int32_t KvCache::seq_pos_max(int32_t seq) const {

@@ -32,6 +32,8 @@ tessel_context_params tessel_context_default_params(void) {
     p.flash_attn = TESSEL_FLASH_ATTN_AUTO;
     p.type_k = "f16";
     p.type_v = "f16";
+    p.kv_unified = d.kv_unified;
+    p.n_seq_max = d.n_seq_max;
     return p;
 }
 
@@ -47,6 +49,8 @@ tessel_status tessel_context_new(const tessel_model* model, const tessel_context
         cp.flash_attn = flash_attn_of(p.flash_attn);
         if (p.type_k) cp.type_k = p.type_k;
         if (p.type_v) cp.type_v = p.type_v;
+        cp.kv_unified = p.kv_unified;
+        cp.n_seq_max = p.n_seq_max;
         *ctx = new tessel_context{Context(model->model, cp)};
     });
 }
@@ -54,6 +58,8 @@ tessel_status tessel_context_new(const tessel_model* model, const tessel_context
 void tessel_context_free(tessel_context* ctx) { delete ctx; }
 
 int64_t tessel_context_n_ctx(const tessel_context* ctx) { return ctx ? ctx->ctx.n_ctx() : 0; }
+
+int64_t tessel_context_n_ctx_seq(const tessel_context* ctx) { return ctx ? ctx->ctx.n_ctx_seq() : 0; }
 
 tessel_status tessel_decode(tessel_context* ctx, const tessel_batch_token* batch, size_t n_tokens) {
     return guard(__func__, [&] {

@@ -71,6 +71,9 @@ ContextPlan plan_context(const model::Hparams& hp, const ContextParams& params) 
     if (params.n_threads < 0 || params.n_threads > kMaxThreads)
         throw Error(ErrorCode::InvalidArgument, "thread count " + std::to_string(params.n_threads) + " outside 0.." +
                                                     std::to_string(kMaxThreads) + " (0: the number of physical cores)");
+    if (!params.kv_unified && (params.n_seq_max < 1 || params.n_seq_max > model::KvCache::kMaxSeq))
+        throw Error(ErrorCode::InvalidArgument, "n_seq_max " + std::to_string(params.n_seq_max) + " outside 1.." +
+                                                    std::to_string(model::KvCache::kMaxSeq) + " (a KV cache split by sequence)");
     ContextPlan p;
     p.n_ctx = params.n_ctx ? params.n_ctx : std::min(hp.n_ctx_train, kDefaultMaxCtx);
     p.flash_attn = params.flash_attn != FlashAttn::Off;
@@ -86,7 +89,8 @@ Context::Context(std::shared_ptr<const model::Model> model, const ContextParams&
     const model::Hparams& hp = model_->hparams();
     const ContextPlan plan = plan_context(hp, params_);
     flash_attn_ = plan.flash_attn;
-    kv_ = std::make_unique<model::KvCache>(hp, plan.n_ctx, plan.type_k, plan.type_v, kv_buffer_type(model_->devices()));
+    kv_ = std::make_unique<model::KvCache>(hp, plan.n_ctx, plan.type_k, plan.type_v, kv_buffer_type(model_->devices()),
+                                           params_.kv_unified ? 0 : params_.n_seq_max);
     BackendParams bp;
     bp.n_threads = params_.n_threads;
     std::vector<Backend*> order;
@@ -124,15 +128,15 @@ void Context::decode(std::span<const BatchToken> batch) {
 void Context::decode_ubatch(std::span<const BatchToken> ub) {
     const int64_t T = static_cast<int64_t>(ub.size());
     // The per-ubatch inputs live in members whose capacity stays: decode steps allocate nothing.
-    cells_.resize(ub.size());
-    kv_->find_free(cells_);
     tokens_.clear(), pos_.clear(), seq_.clear(), out_ids_.clear();
     for (int64_t t = 0; t < T; ++t) {
         const BatchToken& b = ub[static_cast<size_t>(t)];
         tokens_.push_back(b.token), pos_.push_back(b.pos), seq_.push_back(b.seq);
         if (b.logits) out_ids_.push_back(static_cast<int32_t>(t));
-        kv_->occupy(cells_[static_cast<size_t>(t)], b.pos, b.seq);
     }
+    cells_.resize(ub.size());
+    kv_->find_cells(pos_, seq_, cells_);
+    for (int64_t t = 0; t < T; ++t) kv_->occupy(cells_[static_cast<size_t>(t)], pos_[static_cast<size_t>(t)], seq_[static_cast<size_t>(t)]);
 
     model::ForwardShape shape{T, kv_->n_kv(), std::max<int64_t>(1, static_cast<int64_t>(out_ids_.size())), flash_attn_};
     if (out_ids_.empty()) out_ids_.push_back(static_cast<int32_t>(T - 1));  // a graph needs an output; discarded

@@ -143,6 +143,7 @@ void Context::decode(std::span<const BatchToken> batch) { impl_->decode(batch); 
 std::span<const float> Context::logits(size_t i) const { return impl_->logits(i); }
 size_t Context::n_outputs() const { return impl_->n_outputs(); }
 int64_t Context::n_ctx() const { return impl_->n_ctx(); }
+int64_t Context::n_ctx_seq() const { return impl_->kv().seq_cells(); }
 void Context::seq_rm(int32_t seq, int32_t p0, int32_t p1) { impl_->kv().seq_rm(seq, p0, p1); }
 void Context::seq_cp(int32_t src, int32_t dst, int32_t p0, int32_t p1) { impl_->kv().seq_cp(src, dst, p0, p1); }
 int32_t Context::seq_pos_max(int32_t seq) const { return impl_->kv().seq_pos_max(seq); }

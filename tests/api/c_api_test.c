@@ -445,6 +445,18 @@ static void test_decode(tessel_model* m, const Expect* e) {
     tessel_context* ctx = NULL;
     MUST(tessel_context_new(m, &cp, &ctx));
     CHECK(tessel_context_n_ctx(ctx) == 256, "n_ctx %lld", (long long)tessel_context_n_ctx(ctx));
+    CHECK(tessel_context_n_ctx_seq(ctx) == 256, "n_ctx_seq %lld", (long long)tessel_context_n_ctx_seq(ctx));
+    {   /* a cache split by sequence: 256 cells over 3 sequences is 64 each (85 rounded down to 32s) */
+        tessel_context_params sp = cp;
+        sp.kv_unified = false;
+        sp.n_seq_max = 3;
+        tessel_context* split = NULL;
+        MUST(tessel_context_new(m, &sp, &split));
+        CHECK(tessel_context_n_ctx_seq(split) == 64, "split n_ctx_seq %lld", (long long)tessel_context_n_ctx_seq(split));
+        tessel_context_free(split);
+        sp.n_seq_max = 0;
+        CHECK(tessel_context_new(m, &sp, &split) == TESSEL_ERROR_INVALID_ARGUMENT, "n_seq_max 0 accepted");
+    }
 
     /* The prompt's logits: the C++ API's exactly, llama.cpp's top-1. */
     const IntList* prompt = &e->prompt_tokens;

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <numeric>
 
 #include "cpu/cpu_backend.hpp"
@@ -193,6 +194,84 @@ TEST(Context, SeqCopyAndRemoveMatchFreshDecodes) {
         const auto want = run(fresh, tokens).back();
         ASSERT_EQ(0, std::memcmp(want.data(), got[0].data(), want.size() * sizeof(float))) << "token " << tok;
     }
+}
+
+ContextParams split(int32_t n_seq) {
+    ContextParams p = params();
+    p.n_ctx = 256;
+    p.kv_unified = false;
+    p.n_seq_max = n_seq;
+    return p;
+}
+
+// A split cache puts position p of a sequence in the same cell of its range whatever else is
+// decoded, so the attention kernels walk its keys in the same tiles: its logits are bit-identical
+// to a decode of it alone, here with other sequences joining and leaving between steps.
+TEST(Context, SplitCacheGivesASequenceItsResultAlone) {
+    auto m = tiny();
+    const auto a = prompt(40, 4), b = prompt(23, 5), c = prompt(7, 6);
+    Context alone(m, split(4));
+    std::vector<std::vector<float>> want = run(alone, a, 0, 2);
+    for (int32_t step = 0; step < 6; ++step) want.push_back(run(alone, {static_cast<int32_t>(step * 7 + 3)}, 40 + step, 2).back());
+
+    Context busy(m, split(4));
+    EXPECT_EQ(busy.kv().seq_cells(), 64);
+    run(busy, b, 0, 0);  // another sequence first: in a unified cache it would take a's cells
+    std::vector<BatchToken> batch;
+    for (size_t i = 0; i < a.size(); ++i) batch.push_back({a[i], static_cast<int32_t>(i), 2, true});
+    for (size_t i = 0; i < c.size(); ++i) batch.push_back({c[i], static_cast<int32_t>(i), 1, true});
+    busy.decode(batch);
+    for (size_t i = 0; i < a.size(); ++i) {
+        const auto got = busy.logits(i);
+        ASSERT_EQ(0, std::memcmp(want[i].data(), got.data(), got.size() * sizeof(float))) << "prompt token " << i;
+    }
+    for (int32_t step = 0; step < 6; ++step) {
+        if (step == 3) busy.kv().seq_rm(0, 0, -1);  // a sequence leaves
+        std::vector<BatchToken> next{{static_cast<int32_t>(step * 7 + 3), 40 + step, 2, true}};
+        if (step < 3) next.insert(next.begin(), {static_cast<int32_t>(step + 50), 23 + step, 0, true});
+        next.push_back({static_cast<int32_t>(step + 90), 7 + step, 1, true});
+        busy.decode(next);
+        const auto got = busy.logits(step < 3 ? 1 : 0);
+        ASSERT_EQ(0, std::memcmp(want[a.size() + static_cast<size_t>(step)].data(), got.data(), got.size() * sizeof(float))) << "step " << step;
+    }
+}
+
+// seq_cp on a split cache copies rows into the destination's range: the copy then decodes as the
+// same tokens decoded there from scratch.
+TEST(Context, SplitCacheSeqCopyMatchesAFreshDecode) {
+    auto m = tiny();
+    const auto prefix = prompt(37, 7);
+    Context ctx(m, split(2));
+    run(ctx, prefix, 0, 0);
+    ctx.kv().seq_cp(0, 1, 0, 30);
+    EXPECT_EQ(ctx.kv().seq_pos_max(1), 29);
+    std::vector<int32_t> rest(prefix.begin() + 30, prefix.end());
+    const auto got = run(ctx, rest, 30, 1).back();
+    Context fresh(m, split(2));
+    const auto want = run(fresh, prefix, 0, 1).back();
+    ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)));
+}
+
+TEST(Context, SplitCacheErrorsNameTheSequence) {
+    auto m = tiny();
+    ContextParams bad = split(0);
+    EXPECT_THROW(Context(m, bad), Error);
+    bad = split(16);  // 256 cells / 16 = 16 < 32
+    EXPECT_THROW(Context(m, bad), Error);
+    Context ctx(m, split(4));
+    const auto code = [&](std::vector<BatchToken> batch) -> std::optional<ErrorCode> {
+        try {
+            ctx.decode(batch);
+        } catch (const Error& e) {
+            return e.code();
+        }
+        return std::nullopt;
+    };
+    EXPECT_EQ(code({{1, 64, 0, true}}), ErrorCode::ContextFull);        // past the 64 cells of the range
+    EXPECT_EQ(code({{1, 0, 4, true}}), ErrorCode::InvalidArgument);     // sequence outside 0..3
+    EXPECT_EQ(code({{1, 5, 1, true}, {2, 5, 1, true}}), ErrorCode::InvalidArgument);  // one cell, two tokens
+    EXPECT_EQ(code({{1, 5, 1, true}}), std::nullopt);
+    EXPECT_EQ(code({{1, 5, 1, true}}), ErrorCode::InvalidArgument);     // already cached
 }
 
 TEST(Context, DecodeStepsReuseTheGraph) {

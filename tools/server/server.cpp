@@ -152,11 +152,12 @@ const char* status_type(int status) { return status == 404 ? "not_found_error" :
 void serve(std::shared_ptr<const Model> model, const ContextParams& cp_in, const ServerOptions& o) {
     ContextParams cp = cp_in;
     if (cp.n_ctx == 0) cp.n_ctx = 4096;  // llama-server's default: its slots split this
+    // Each slot owns its range of cells: a request's tokens do not depend on what else is decoded
+    // with it (at the avx2 and scalar tiers; ContextParams::kv_unified).
+    cp.kv_unified = false;
+    cp.n_seq_max = o.n_slots;
     Context ctx(model, cp);
-    const int64_t slot_ctx = ctx.n_ctx() / o.n_slots;
-    if (slot_ctx < 2)
-        throw Error(ErrorCode::InvalidArgument, "serve: a slot's context is " + std::to_string(slot_ctx) + " tokens (-c " +
-                                                    std::to_string(ctx.n_ctx()) + " / -np " + std::to_string(o.n_slots) + "): raise -c");
+    const int64_t slot_ctx = ctx.n_ctx_seq();
 
     SchedulerParams sp;
     sp.n_slots = o.n_slots;

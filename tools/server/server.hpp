@@ -29,7 +29,7 @@ struct ServerOptions {
 
 /// Serves `model` until SIGTERM or SIGINT, then answers or cancels what is in flight and returns.
 /// Prints "tessel serve: listening on http://HOST:PORT" on stderr once the socket is bound.
-/// Throws tessel::Error: InvalidArgument for bad options (a slot's context below 2 tokens), Io
+/// Throws tessel::Error: InvalidArgument for bad options (a slot's context below 32 tokens), Io
 /// when the address cannot be bound, and what Context's constructor throws.
 void serve(std::shared_ptr<const Model> model, const ContextParams& cp, const ServerOptions& o);
 

@@ -13,8 +13,9 @@
 // (Q8_0, Q4_0: d·q, exactly the reference's values; F16 by F16C), zero-padded to a multiple of 8,
 // or used in place when they are F32 rows of such a length. Per query and tile: scores of 8 keys
 // at a time (8 dot products reduced together), scale, softcap (vec_math tanh), slope·mask; keys
-// whose 8 mask entries are all -inf are skipped, and a tile no query of the group needs is never
-// converted. Online softmax: the running maximum m and sum l are updated per tile, the F32
+// whose 8 mask entries are all -inf are skipped, tiles outside a query's visible range (the span
+// of its mask row that is not -inf, found once per query) are not visited, and a tile no query of
+// the group needs is never converted. Online softmax: the running maximum m and sum l are updated per tile, the F32
 // accumulator of Σ e^(s - m)·v rescaled when m grows; at the end the sink adds e^(sink - m) to l
 // (m starts at the sink) and the row is acc / l. Arithmetic is float (the reference's is double;
 // the test-ops bound for this op is NMSE 5e-4).
@@ -183,9 +184,36 @@ void accumulate(float* acc, const float* p, const float* const* rows, int64_t n8
 }
 
 /// One query row of a group: where it comes from and its online-softmax state.
+/// Whether mask entry j of a row of type t is -inf (the key is hidden).
+bool hidden(DType t, const uint8_t* row, int64_t j) {
+    if (t == DType::F32) return reinterpret_cast<const float*>(row)[j] == kNegInf;
+    return reinterpret_cast<const uint16_t*>(row)[j] == 0xfc00;  // F16 -inf
+}
+
+/// [lo, hi): the keys of a mask row outside which every entry is -inf (lo == hi: none visible).
+/// Sixteen F16 entries per compare; a row of one sequence among many is mostly -inf on both sides.
+void visible_range(DType t, const uint8_t* row, int64_t n, int64_t& lo, int64_t& hi) {
+    lo = 0;
+    if (t == DType::F16) {
+        const __m256i neg_inf = _mm256_set1_epi16(static_cast<short>(0xfc00));
+        const auto all_hidden = [&](int64_t j) {
+            const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * j));
+            return _mm256_movemask_epi8(_mm256_cmpeq_epi16(v, neg_inf)) == -1;
+        };
+        while (lo + 16 <= n && all_hidden(lo)) lo += 16;
+        hi = n;
+        while (hi - 16 >= lo && all_hidden(hi - 16)) hi -= 16;
+    } else {
+        hi = n;
+    }
+    while (lo < hi && hidden(t, row, lo)) ++lo;
+    while (hi > lo && hidden(t, row, hi - 1)) --hi;
+}
+
 struct Query {
     int64_t t, h, b;
     const uint8_t* mask;  // mask row, or nullptr
+    int64_t lo, hi;       // keys outside [lo, hi) are masked: their tiles are skipped
     float slope, sink;    // sink = -inf without sinks
     __m256 l;             // running sum, in 8 lanes
     float m;              // running maximum
@@ -259,6 +287,8 @@ struct Attention {
         qr.h = r / T % H;
         qr.b = r / (T * H);
         qr.mask = mask ? at(*mask, qr.t, qr.h % mask->ne[2], qr.b % mask->ne[3]) : nullptr;
+        qr.lo = 0, qr.hi = KV;
+        if (qr.mask) visible_range(mask->type, qr.mask, KV, qr.lo, qr.hi);
         qr.slope = static_cast<float>(ref::alibi_slope(qr.h, H, dst.op_param_f32(1)));
         qr.sink = sinks ? *reinterpret_cast<const float*>(static_cast<const uint8_t*>(sinks->data) + qr.h * sinks->nb[0])
                         : kNegInf;
@@ -277,11 +307,18 @@ struct Attention {
         for (int i = 0; i < n; ++i) qs[i] = start(w, i, r0 + i);
         const float* krows[kTile];
         const float* vrows[kTile];
-        for (int64_t j0 = 0; j0 < KV; j0 += kTile) {
+        // tiles outside every query's visible keys would only be skipped one by one below
+        int64_t lo = KV, hi = 0;
+        for (int i = 0; i < n; ++i) lo = std::min(lo, qs[i].lo), hi = std::max(hi, qs[i].hi);
+        for (int64_t j0 = lo / kTile * kTile; j0 < hi; j0 += kTile) {
             const int64_t nk = std::min(kTile, KV - j0), n8 = round8(nk);
             bool k_ready = false, any_live = false;
             for (int i = 0; i < n; ++i) {
                 Query& qr = qs[i];
+                if (j0 >= qr.hi || j0 + nk <= qr.lo) {  // every key of the tile masked for this query
+                    qr.live = false;
+                    continue;
+                }
                 const float tile_max = scores(w, qr, i, j0, nk, krows, k_ready);
                 qr.live = tile_max != kNegInf;
                 if (!qr.live) continue;  // every key of the tile masked
