@@ -2,6 +2,7 @@
 greedy results do not depend on it (--no-prompt-cache decodes every prompt in full)."""
 import pytest
 
+import api
 import prometheus
 import raw_http
 
@@ -20,12 +21,12 @@ def complete(server, prompt):
 
 @pytest.fixture(scope="module")
 def cached(start_module_server):
-    return start_module_server("-np", "1")
+    return start_module_server("-np", "1", env=api.batch_invariant_env())
 
 
 @pytest.fixture(scope="module")
 def uncached(start_module_server):
-    return start_module_server("-np", "1", "--no-prompt-cache")
+    return start_module_server("-np", "1", "--no-prompt-cache", env=api.batch_invariant_env())
 
 
 def test_shared_prefix_is_reused(cached, uncached):
