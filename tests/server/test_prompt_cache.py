@@ -55,3 +55,19 @@ def test_cache_does_not_change_greedy_text(cached, uncached):
     for q in QUESTIONS + QUESTIONS[::-1]:
         with_cache, without = complete(cached, PREFIX + q), complete(uncached, PREFIX + q)
         assert with_cache["choices"][0]["text"] == without["choices"][0]["text"], q
+
+
+def test_prefix_copied_from_a_busy_slot(start_server, uncached):
+    """Slot 2 takes the shared prefix from slot 1 while slot 1 is still generating."""
+    s = start_server("-np", "2", env=api.batch_invariant_env())
+    counting = raw_http.Stream(s.url, "/v1/completions", {"prompt": PREFIX + "Count: 1, 2, 3, 4, 5,", "max_tokens": 1000,
+                                                          "temperature": 0, "stream": True})
+    events = counting.events()
+    for _ in range(2):
+        assert next(events)["choices"][0]["finish_reason"] is None
+    prefix_tokens = complete(uncached, PREFIX)["usage"]["prompt_tokens"]
+    r = complete(s, PREFIX + QUESTIONS[0])
+    assert r["timings"]["cache_n"] >= prefix_tokens - 2, r["timings"]
+    assert r["choices"][0]["text"] == complete(uncached, PREFIX + QUESTIONS[0])["choices"][0]["text"]
+    assert prometheus.scrape(s.url)["tessel_slots_busy"] == 1  # slot 1 generated all along
+    counting.close()
