@@ -51,7 +51,7 @@ Scheduler::~Scheduler() = default;
 bool Scheduler::submit(std::shared_ptr<Task> task) {
     {
         std::lock_guard<std::mutex> lock(mu_);
-        if (stopping_ || queue_.size() >= p_.queue) return false;
+        if (stopping_ || queue_.size() >= p_.queue + static_cast<size_t>(p_.n_slots - stats_.slots_busy)) return false;  // free slots take requests even at --queue 0
         queue_.push_back(std::move(task));
         stats_.queued = queue_.size();
     }
