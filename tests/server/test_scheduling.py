@@ -101,6 +101,13 @@ def test_full_queue_answers_503(start_server):
         r.close()
 
 
+def test_queue_0_serves_free_slots(start_server):
+    """--queue 0: nothing waits, but a request that finds a free slot runs."""
+    s = start_server("-np", "1", "--queue", "0")
+    r = raw_http.post(s.url, "/v1/completions", {"prompt": "Hello", "max_tokens": 2})
+    assert r.status == 200, r.body
+
+
 def test_disconnect_while_queued_leaves_the_queue(start_server):
     s = start_server("-np", "1", "--queue", "2")
     body = {"prompt": api.COUNTING, "max_tokens": 300, "temperature": 0}
