@@ -59,7 +59,17 @@ BAD_REQUESTS = [
     (CHAT, {"messages": MSGS, "n": 2}, ["n"]),
     # JSON has no NaN: a strict parser rejects the body, a lenient one the value
     (CHAT, b'{"messages": [{"role": "user", "content": "Hi"}], "temperature": NaN}', ["temperature", "json"]),
+    (CHAT, {"messages": [{"role": 1, "content": "Hi"}]}, ["role"]),
+    (CHAT, {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]}, ["content"]),
+    (CHAT, {"messages": MSGS, "max_tokens": -2}, ["max_tokens"]),
+    (CHAT, {"messages": MSGS, "stop": [f"s{i}" for i in range(17)]}, ["stop"]),
+    (CHAT, {"messages": MSGS, "logit_bias": {"99999999": 1}}, ["logit_bias"]),
+    (CHAT, {"messages": MSGS, "stream_options": True}, ["stream_options"]),
     ("/v1/completions", {"max_tokens": 2}, ["prompt"]),
+    ("/v1/completions", {"prompt": ""}, ["prompt"]),
+    ("/v1/completions", {"prompt": []}, ["prompt"]),
+    ("/v1/completions", {"prompt": [504, 99999999]}, ["prompt"]),
+    ("/v1/completions", {"prompt": [-1]}, ["prompt"]),
     ("/v1/completions", {"prompt": 7}, ["prompt"]),
     ("/v1/completions", {"prompt": "Hi", "temperature": "x"}, ["temperature"]),
 ]

@@ -131,6 +131,17 @@ def test_completion_prompt_forms_agree(server):
     assert texts[0] and texts[0] == texts[1] == texts[2]
 
 
+def test_content_parts_equal_a_string(server):
+    """OpenAI's content as an array of text parts is the parts' text joined."""
+    texts = []
+    for content in ["Name a color.", [{"type": "text", "text": "Name a "}, {"type": "text", "text": "color."}]]:
+        r = raw_http.post(server.url, "/v1/chat/completions",
+                          {"messages": [{"role": "user", "content": content}], "max_tokens": 8, "temperature": 0})
+        assert r.status == 200, r.body
+        texts.append(r.json()["choices"][0]["message"]["content"])
+    assert texts[0] and texts[0] == texts[1]
+
+
 def test_chat_stream_matches_non_stream(oa):
     ask = dict(model="m", messages=api.user(api.POEM), max_tokens=24, temperature=0)
     whole = oa.chat.completions.create(**ask).choices[0].message.content
