@@ -97,12 +97,14 @@ bool write_stream(const std::shared_ptr<Task>& task, const ResponseId& rid, http
     }
 }
 
-/// Writes a non-streamed answer once the task ends. While it waits, single spaces (JSON allows
-/// leading whitespace) show whether the client is still there.
+/// Writes a non-streamed answer once the task ends. Meanwhile a single space (JSON allows leading
+/// whitespace) every kKeepAlive shows whether the client is still there, pieces arriving or not.
 bool write_whole(const std::shared_ptr<Task>& task, const ResponseId& rid, httplib::DataSink& sink) {
     std::string text;
+    auto probed = std::chrono::steady_clock::now();
     while (true) {
-        if (std::optional<std::string> piece = task->next(kKeepAlive)) {
+        std::optional<std::string> piece = task->next(kKeepAlive);
+        if (piece) {
             text += *piece;
         } else if (std::optional<TaskResult> r = task->result()) {
             const std::string body = r->error.empty()
@@ -111,8 +113,10 @@ bool write_whole(const std::shared_ptr<Task>& task, const ResponseId& rid, httpl
             if (!sink.write(body.data(), body.size())) return false;
             sink.done();
             return true;
-        } else if (!sink.write(" ", 1)) {
-            return false;
+        }
+        if (std::chrono::steady_clock::now() - probed >= kKeepAlive) {
+            probed = std::chrono::steady_clock::now();
+            if (!sink.write(" ", 1)) return false;
         }
     }
 }
