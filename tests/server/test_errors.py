@@ -1,5 +1,7 @@
 """Bad requests get a 4xx with OpenAI's error JSON whose message names the problem."""
+import os
 import re
+import subprocess
 
 import pytest
 
@@ -122,3 +124,12 @@ def test_generation_ends_at_the_context(small_server):
     u = r.json()["usage"]
     assert r.json()["choices"][0]["finish_reason"] == "length"
     assert 128 <= u["total_tokens"] <= 129, u
+
+
+def test_a_port_in_use_is_an_error(server):
+    """A second server on a bound port fails (httplib's default SO_REUSEPORT would let it share the port)."""
+    port = server.url.rsplit(":", 1)[1]
+    r = subprocess.run([os.environ["TESSEL_CLI"], "serve", "-m", os.environ["TESSEL_MODEL"], "--port", port],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert f"cannot listen on 127.0.0.1:{port}" in r.stderr, r.stderr

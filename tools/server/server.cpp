@@ -1,6 +1,7 @@
 #include "server.hpp"
 
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -186,6 +187,12 @@ void serve(std::shared_ptr<const Model> model, const ContextParams& cp_in, const
     http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
     http.set_payload_max_length(o.max_body);
     http.set_keep_alive_timeout(2);  // an idle connection holds a thread (and delays shutdown) this long
+    // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, which lets a second server bind the
+    // same port and take half of the connections instead of failing
+    http.set_socket_options([](int sock) {
+        const int yes = 1;
+        setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    });
 
     http.set_pre_routing_handler([&](const httplib::Request& req, httplib::Response& res) {
         const bool open = req.path == "/health" || (req.method == "GET" && req.path == "/");
