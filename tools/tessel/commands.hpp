@@ -30,4 +30,10 @@ void add_bench_command(CLI::App& app);
 /// % of step, GB/s, GFLOP/s) of the prompt as one graph and of a decode step (mean of N).
 void add_profile_command(CLI::App& app);
 
+#ifdef TESSEL_WITH_SERVER
+/// `tessel serve [-m FILE] [--host H] [--port P] [-np N] [--queue N] [--api-key KEY] ...`: the
+/// OpenAI-compatible HTTP server (tools/server, docs/server.md).
+void add_serve_command(CLI::App& app);
+#endif
+
 }  // namespace tessel::cli

@@ -25,7 +25,7 @@ constexpr std::pair<std::string_view, const char*> kDashAliases[] = {
     {"-ub", "--ubatch-size"}, {"-fa", "--flash-attn"}, {"-ctk", "--cache-type-k"},
     {"-ctv", "--cache-type-v"}, {"-sys", "--system-prompt"},
     {"-pg", "--pg"}, {"-cnv", "--conversation"}, {"-no-cnv", "--no-conversation"}, {"-sp", "--special"},
-    {"-jf", "--json-schema-file"},
+    {"-jf", "--json-schema-file"}, {"-np", "--parallel"},
 };
 
 std::vector<std::string> rewrite_aliases(int argc, char** argv) {
@@ -51,6 +51,9 @@ int main(int argc, char** argv) {
     tessel::cli::add_tokenize_command(app);
     tessel::cli::add_bench_command(app);
     tessel::cli::add_profile_command(app);
+#ifdef TESSEL_WITH_SERVER
+    tessel::cli::add_serve_command(app);
+#endif
     tessel::cli::dev::add_developer_commands(app);
     try {
         // Every TESSEL_* setting the library reads later, so a bad value is reported before any
