@@ -130,7 +130,8 @@ def calibrate(server: Server, extra: dict) -> tuple[int, int]:
 
 def cpu_lines(tessel: str) -> list[str]:
     p = subprocess.run([tessel, "info", "--system"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    return [l for l in p.stdout.splitlines()[:4] if l.strip()]
+    keys = ("cpu:", "arch:", "physical cores:", "usable tier:")
+    return [l for l in p.stdout.splitlines() if l.startswith(keys)]
 
 
 def cell(values: list[float], fmt: str) -> str:
