@@ -26,6 +26,7 @@ import argparse
 import itertools
 import os
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -226,6 +227,7 @@ def main() -> int:
         for s in servers + [nocache]:
             s.stop()
 
+    shutil.rmtree(logs, ignore_errors=True)  # the servers' logs are kept only when a run fails
     load_after = os.getloadavg()
     t, l = "tessel", "llama-server"
     rows = [f"| aggregate t/s, {n} stream{'s' if n > 1 else ''} | {cell(tps[(t, n)], '.1f')} | "
