@@ -108,7 +108,7 @@ fuzzers=(fuzz_gguf fuzz_model_load fuzz_tokenizer fuzz_jinja)
 # libFuzzer options per target besides the common ones: fuzz_model_load's inputs are short programs
 # of mutations whose length costs nothing, so they may have any length up to 256 bytes at once
 declare -A fuzz_opts=([fuzz_gguf]="" [fuzz_model_load]="-len_control=0 -max_len=256" [fuzz_tokenizer]="" [fuzz_jinja]="")
-phase "fuzz the GGUF reader, model load, the tokenizer and the Jinja interpreter for ${fuzz_seconds} s each (one core, one after the other) beside the sanitizer tests (unit, gguf, ops, model, cli, npu, api)"
+phase "fuzz the GGUF reader, model load, the tokenizer and the Jinja interpreter for ${fuzz_seconds} s each (one core, one after the other) beside the sanitizer tests (unit, gguf, ops, model, cli, npu, api, the server stress test)"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # seed corpora: fuzz_gguf's committed files (tests/fuzz/corpus), the others' generated
