@@ -112,12 +112,24 @@ void convert_row(const Tensor& t, const uint8_t* src, int64_t stride, float* out
     std::fill(out + n, out + stride, 0.0f);
 }
 
+/// Asks the cache for rows j0 .. j0+n of head (h, b) of t: a decode step's K and V rows are cold
+/// (the weights streamed through the cache since the last step), and converting them row by row
+/// would wait on each miss in turn.
+void prefetch_rows(const Tensor& t, int64_t h, int64_t b, int64_t j0, int64_t n) {
+    const int64_t row_bytes = static_cast<int64_t>(dtype_row_bytes(t.type, t.ne[0]));
+    for (int64_t j = 0; j < n; ++j) {
+        const auto* p = reinterpret_cast<const char*>(at(t, j0 + j, h, b));
+        for (int64_t o = 0; o < row_bytes; o += 64) _mm_prefetch(p + o, _MM_HINT_T0);
+    }
+}
+
 /// Rows j0 .. j0+n of head (h, b) of t as float rows of `stride` (a multiple of 8) floats:
 /// rows[j] for j < round8(n), rows past n all zeros. F32 rows of exactly `stride` elements are
 /// used in place; other rows are converted into `tile`.
 void load_tile(const Tensor& t, int64_t h, int64_t b, int64_t j0, int64_t n, int64_t stride, float* tile,
                const float** rows) {
     const bool in_place = t.type == DType::F32 && t.ne[0] == stride;
+    if (!in_place) prefetch_rows(t, h, b, j0, n);
     for (int64_t j = 0; j < n; ++j) {
         const uint8_t* src = at(t, j0 + j, h, b);
         if (in_place) {
@@ -261,6 +273,7 @@ struct Attention {
                 continue;
             }
             if (!k_ready) {
+                prefetch_rows(v, v_head(qr.h), v_batch(qr.b), j0, n);
                 load_tile(k, k_head(qr.h), k_batch(qr.b), j0, n, D8, w.ktile, krows);
                 k_ready = true;
             }
@@ -310,6 +323,12 @@ struct Attention {
         // tiles outside every query's visible keys would only be skipped one by one below
         int64_t lo = KV, hi = 0;
         for (int i = 0; i < n; ++i) lo = std::min(lo, qs[i].lo), hi = std::max(hi, qs[i].hi);
+        // the first two tiles of every query's keys, asked for at once (a decode query sees few)
+        for (int i = 0; i < n; ++i)
+            if (i == 0 || qs[i].lo != qs[i - 1].lo || qs[i].hi != qs[i - 1].hi) {
+                prefetch_rows(k, k_head(qs[i].h), k_batch(qs[i].b), qs[i].lo, std::min<int64_t>(qs[i].hi - qs[i].lo, 2 * kTile));
+                prefetch_rows(v, v_head(qs[i].h), v_batch(qs[i].b), qs[i].lo, std::min<int64_t>(qs[i].hi - qs[i].lo, 2 * kTile));
+            }
         for (int64_t j0 = lo / kTile * kTile; j0 < hi; j0 += kTile) {
             const int64_t nk = std::min(kTile, KV - j0), n8 = round8(nk);
             bool k_ready = false, any_live = false;

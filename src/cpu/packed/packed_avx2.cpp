@@ -107,6 +107,11 @@ template <class W, int MR>
     }
 }
 
+/// Bytes ahead of the current block whose weights the first row tile of a group asks for: with 4
+/// activation rows a block's arithmetic is long enough that waiting on each new cache line would
+/// add to it rather than overlap it (later row tiles find the group in cache).
+constexpr int64_t kPrefetchAhead = 2560;
+
 /// MR activation rows (starting at row i0) times one group (16 columns) over all blocks.
 template <class W, int MR>
 void quant_tile(const GemmArgs& a, int64_t i0, const uint8_t* group, int64_t n0, int n_cols) {
@@ -115,8 +120,11 @@ void quant_tile(const GemmArgs& a, int64_t i0, const uint8_t* group, int64_t n0,
     for (int i = 0; i < MR; ++i) row[i] = a.lhs + (i0 + i) * a.lhs_stride;
     __m256 acc[MR][2];
     for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+    const bool first = i0 == 0;
     for (int64_t b = 0; b < nb; ++b) {
         const uint8_t* gb = group + b * W::kGroupBlockBytes;
+        if (first)
+            for (int64_t l = 0; l < W::kGroupBlockBytes; l += 64) _mm_prefetch(reinterpret_cast<const char*>(gb + kPrefetchAhead + l), _MM_HINT_T0);
         const uint8_t* x[MR];
         for (int i = 0; i < MR; ++i) x[i] = row[i] + kScaledBlockBytes * b;
         __m256i dot[MR][2];
