@@ -11,14 +11,17 @@ namespace tessel::sample {
 
 void CandidateList::assign(std::span<const float> logits) {
     items.resize(logits.size());
+    bool bad = false;  // a NaN or +inf somewhere: found and named below, off the hot loop
     for (size_t i = 0; i < logits.size(); ++i) {
         const float l = logits[i];
-        if (std::isnan(l) || l == std::numeric_limits<float>::infinity())
-            throw Error(ErrorCode::InvalidArgument,
-                        std::string("sampler: logit of token ") + std::to_string(i) + " is " +
-                            (std::isnan(l) ? "NaN" : "+inf"));
+        bad |= !(l < std::numeric_limits<float>::infinity());
         items[i] = Candidate{static_cast<int32_t>(i), l};
     }
+    if (bad)
+        for (size_t i = 0; i < logits.size(); ++i)
+            if (!(logits[i] < std::numeric_limits<float>::infinity()))
+                throw Error(ErrorCode::InvalidArgument, std::string("sampler: logit of token ") + std::to_string(i) + " is " +
+                                                            (std::isnan(logits[i]) ? "NaN" : "+inf"));
     sorted = false;
     require_finite("");
 }
@@ -36,10 +39,16 @@ void CandidateList::sort() {
 }
 
 size_t argmax(const CandidateList& list) {
-    size_t best = 0;
-    for (size_t i = 1; i < list.items.size(); ++i)
-        if (candidate_before(list.items[i], list.items[best])) best = i;
-    return best;
+    // Four independent running bests kept in registers, merged at the end: one compare chain
+    // through memory was the slow part of a greedy step over a vocabulary.
+    const std::vector<Candidate>& v = list.items;
+    size_t best[4] = {0, 0, 0, 0};
+    size_t i = 0;
+    for (; i + 4 <= v.size(); i += 4)
+        for (size_t u = 0; u < 4; ++u) best[u] = candidate_before(v[i + u], v[best[u]]) ? i + u : best[u];
+    for (; i < v.size(); ++i) best[0] = candidate_before(v[i], v[best[0]]) ? i : best[0];
+    for (size_t u = 1; u < 4; ++u) best[0] = candidate_before(v[best[u]], v[best[0]]) ? best[u] : best[0];
+    return best[0];
 }
 
 Candidate* find_id(CandidateList& list, int32_t id) {
