@@ -98,6 +98,24 @@ TEST(Sampler, GreedyIsArgmaxFirstOnTies) {
     }
 }
 
+TEST(Sampler, GreedyMatchesAPlainScanAtEveryVocabularySize) {
+    // Coarse logits (many ties) at sizes around the pick's 4-wide unrolling: the first index
+    // holding the largest logit, as a one-by-one scan finds it.
+    std::mt19937 rng(7);
+    std::uniform_int_distribution<int> level(-4, 4);
+    for (int n = 1; n <= 41; ++n)
+        for (int trial = 0; trial < 20; ++trial) {
+            std::vector<float> logits(static_cast<size_t>(n));
+            for (float& l : logits) l = level(rng) == -4 ? -INFINITY : 0.5f * static_cast<float>(level(rng));
+            if (std::all_of(logits.begin(), logits.end(), [](float l) { return l == -INFINITY; })) logits.back() = 0.0f;
+            const auto expected = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+            SamplerParams p;
+            p.temp = 0.0f;
+            Sampler s(p, n);
+            EXPECT_EQ(s.sample(logits), expected) << "n " << n << " trial " << trial;
+        }
+}
+
 TEST(Sampler, GreedyUsesPenalizedLogits) {
     SamplerParams p = plain(0.0f);
     p.repeat_penalty = 1.5f;
@@ -228,6 +246,7 @@ TEST(Sampler, BadLogitsAndTokensAreErrors) {
     expect_error_text([&] { s.sample(std::vector<float>{1.0f, 2.0f}); }, "sampler: got 2 logits, expected n_vocab = 3");
     expect_error_text([&] { s.sample(std::vector<float>{1.0f, NAN, 0.0f}); }, "sampler: logit of token 1 is NaN");
     expect_error_text([&] { s.sample(std::vector<float>{1.0f, 0.0f, INFINITY}); }, "sampler: logit of token 2 is +inf");
+    expect_error_text([&] { s.sample(std::vector<float>{1.0f, INFINITY, NAN}); }, "sampler: logit of token 1 is +inf");
     expect_error_text([&] { s.sample(std::vector<float>(3, -INFINITY)); },
                       "sampler: every logit is -inf (no token can be sampled)");
     expect_error_text([&] { s.accept(3); }, "sampler: accepted token 3 is outside [0, 3)");
