@@ -13,9 +13,12 @@ struct KernelShape {
     const char* name;
     int64_t K, N;
 };
-/// The shapes and M of the directly called micro-kernels (packed_bench.cpp, npu_tile_bench.cpp).
+/// The shapes and M of the directly called micro-kernels (packed_bench.cpp, npu_tile_bench.cpp):
+/// one stream's decode step, four streams' (a server's batch), a prompt.
 inline constexpr KernelShape kKernelShapes[] = {{"4096x4096", 4096, 4096}, {"smollm2_ffn_down", 1536, 576}};
-inline constexpr int64_t kKernelBatches[] = {1, 512};
+inline constexpr int64_t kKernelBatches[] = {1, 4, 512};
+/// Batches up to this many rows stream their weights from memory, as a decode step does.
+inline constexpr int64_t kKernelStreamedM = 16;
 /// Weight bytes one M = 1 iteration reads (as MulMat's kStreamBytes): copies of the weights past
 /// the last-level cache.
 inline constexpr size_t kKernelStreamBytes = size_t{1} << 30;

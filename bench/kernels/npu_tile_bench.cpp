@@ -5,8 +5,8 @@
 //
 // One iteration: the M activation rows are quantized to Q8 by the build's quantizer (as the
 // device does per MUL_MAT; the bench's own translation unit would get the plain C form) and every 32-row row tile of the weight is run against them in passes
-// of up to TSL_NPU_MM_COLS columns. At M = 1 it runs over `mats` copies of the tiled weight
-// totalling over 1 GiB (as packed_bench.cpp), so the weights come from memory.
+// of up to TSL_NPU_MM_COLS columns. At M = 1 and 4 (decode steps) it runs over `mats` copies of the tiled
+// weight totalling over 1 GiB (as packed_bench.cpp), so the weights come from memory.
 //
 // Counters (per second of wall time): FLOPs = 2·M·N·K per matrix; weight_bytes = tile bytes read.
 #include <benchmark/benchmark.h>
@@ -54,7 +54,7 @@ public:
         quant::quantize_rows(type, f.data(), rows.data(), s.N, s.K);
         const npu::tiled::Shape ne{s.K, s.N, 1, 1};
         tiled_bytes_ = npu::tiled::tiled_size(type, ne);
-        mats_ = M == 1 ? std::max<int64_t>(1, static_cast<int64_t>((kKernelStreamBytes + tiled_bytes_ - 1) / tiled_bytes_)) : 1;
+        mats_ = M <= kKernelStreamedM ? std::max<int64_t>(1, static_cast<int64_t>((kKernelStreamBytes + tiled_bytes_ - 1) / tiled_bytes_)) : 1;
         weights_.resize(tiled_bytes_ * static_cast<size_t>(mats_));
         npu::tiled::repack(type, ne, rows.data(), weights_.data());
         for (int64_t i = 1; i < mats_; ++i)

@@ -4,9 +4,10 @@
 // `MulMat/<type>/<shape>/M:<m>/threads:1` in the same run is the unpacked fast kernel's figure.
 //
 // One iteration: the activations are packed (pack_lhs: quantized to Q8 blocks or copied) and
-// multiplied by all N weight rows, as one MUL_MAT does. At M = 1 (the GEMV entry) it runs over
-// `mats` copies of the packed weights totalling over 1 GiB, far more than the last-level cache,
-// as MulMat does at M <= 16; at M = 512 (the GEMM entry) one copy is reused. The GEMM also runs
+// multiplied by all N weight rows, as one MUL_MAT does. At M = 1 (the GEMV entry) and M = 4 (the
+// GEMM entry on four streams' decode step) it runs over `mats` copies of the packed weights
+// totalling over 1 GiB, far more than the last-level cache, as MulMat does at M <= 16; at M = 512
+// one copy is reused. The GEMM also runs
 // on the matrices of a 135M model's prompt (SmolLM2: K = 576, N = 576, 1536, 49152) at M = 512.
 //
 // Counters (per second of the thread's CPU time, so that a busy machine that time-slices the one
@@ -51,7 +52,7 @@ public:
         std::vector<uint8_t> rows(dtype_row_bytes(t, s.K) * static_cast<size_t>(s.N));
         quant::quantize_rows(t, f.data(), rows.data(), s.N, s.K);
         packed_bytes_ = (cpu::packed::rhs_packed_bytes(kern, s.N, s.K) + 63) / 64 * 64;
-        mats_ = M == 1 ? std::max<int64_t>(1, static_cast<int64_t>((kKernelStreamBytes + packed_bytes_ - 1) / packed_bytes_)) : 1;
+        mats_ = M <= kKernelStreamedM ? std::max<int64_t>(1, static_cast<int64_t>((kKernelStreamBytes + packed_bytes_ - 1) / packed_bytes_)) : 1;
         const size_t total = packed_bytes_ * static_cast<size_t>(mats_);
         weights_.reset(static_cast<uint8_t*>(std::aligned_alloc(64, total)));
         if (!weights_) throw std::bad_alloc();
