@@ -148,6 +148,7 @@ struct Sampler::State {
     sample::TokenHistory history;
     bool penalize, dry;
     bool greedy_skips;             // greedy_skips_truncations(params)
+    bool plain_greedy;             // greedy with no stage but the logit bias that can move the arg-max
     sample::DryBreakers breakers;
     double mu;                     // Mirostat's running surprise bound
     sample::CandidateList list;    // reused between calls
@@ -164,6 +165,7 @@ struct Sampler::State {
           penalize(penalties_on(p)),
           dry(dry_on(p)),
           greedy_skips(greedy_skips_truncations(p)),
+          plain_greedy(p.temp <= 0.0f && p.mirostat == 0 && greedy_skips && !penalize && !dry),
           mu(2.0 * static_cast<double>(p.mirostat_tau)) {
         if (dry && vocab) breakers = sample::DryBreakers(p.dry_sequence_breakers, *vocab);
         if (!p.grammar.empty() && vocab)
@@ -215,6 +217,8 @@ int32_t Sampler::sample(std::span<const float> logits) {
 // The chain of include/tessel/sampling.hpp; `constrained`: tokens the grammar refuses are -inf.
 int32_t Sampler::State::run_chain(std::span<const float> logits, bool constrained) {
     const SamplerParams& p = params;
+    if (plain_greedy && !constrained)  // the pick needs no candidate list (a server pays it per stream per step)
+        if (const std::optional<int32_t> id = sample::greedy_with_bias(logits, p.logit_bias)) return *id;
     list.assign(logits);
     if (constrained) {
         grammar->mask(list);

@@ -241,14 +241,44 @@ TEST(Sampler, InvalidParametersNameTheField) {
                       "sampler: top_k = -3 is invalid (expected >= 0; 0 = off)");
 }
 
+TEST(Sampler, GreedyWithLogitBiasIsTheArgmaxOfTheBiasedLogits) {
+    // Biases (repeated tokens add up, -inf bans, positive lifts, on the raw winner too) over
+    // coarse logits with ties: the first index of the largest biased logit.
+    std::mt19937 rng(11);
+    std::uniform_int_distribution<int> level(-3, 3);
+    for (int n : {1, 2, 7, 8, 9, 33, 100}) {
+        std::uniform_int_distribution<int32_t> token(0, n - 1);
+        for (int trial = 0; trial < 40; ++trial) {
+            std::vector<float> logits(static_cast<size_t>(n));
+            for (float& l : logits) l = 0.25f * static_cast<float>(level(rng));
+            SamplerParams p;
+            p.temp = 0.0f;
+            const int n_bias = trial % 5;
+            for (int b = 0; b < n_bias; ++b) {
+                const int kind = level(rng);
+                p.logit_bias.push_back({token(rng), kind == -3 ? -INFINITY : 0.25f * static_cast<float>(kind)});
+            }
+            std::vector<float> biased = logits;
+            for (const LogitBias& b : p.logit_bias) biased[static_cast<size_t>(b.token)] += b.bias;
+            if (std::all_of(biased.begin(), biased.end(), [](float l) { return l == -INFINITY; })) continue;
+            const auto expected = static_cast<int32_t>(std::max_element(biased.begin(), biased.end()) - biased.begin());
+            Sampler s(p, n);
+            EXPECT_EQ(s.sample(logits), expected) << "n " << n << " trial " << trial;
+        }
+    }
+}
+
 TEST(Sampler, BadLogitsAndTokensAreErrors) {
-    Sampler s(plain(1.0f), 3);
-    expect_error_text([&] { s.sample(std::vector<float>{1.0f, 2.0f}); }, "sampler: got 2 logits, expected n_vocab = 3");
-    expect_error_text([&] { s.sample(std::vector<float>{1.0f, NAN, 0.0f}); }, "sampler: logit of token 1 is NaN");
-    expect_error_text([&] { s.sample(std::vector<float>{1.0f, 0.0f, INFINITY}); }, "sampler: logit of token 2 is +inf");
-    expect_error_text([&] { s.sample(std::vector<float>{1.0f, INFINITY, NAN}); }, "sampler: logit of token 1 is +inf");
-    expect_error_text([&] { s.sample(std::vector<float>(3, -INFINITY)); },
-                      "sampler: every logit is -inf (no token can be sampled)");
-    expect_error_text([&] { s.accept(3); }, "sampler: accepted token 3 is outside [0, 3)");
-    expect_error_text([&] { s.accept(-1); }, "sampler: accepted token -1 is outside [0, 3)");
+    for (const float temp : {0.0f, 1.0f}) {  // greedy takes another road to its pick: same errors
+        SCOPED_TRACE(temp);
+        Sampler s(plain(temp), 3);
+        expect_error_text([&] { s.sample(std::vector<float>{1.0f, 2.0f}); }, "sampler: got 2 logits, expected n_vocab = 3");
+        expect_error_text([&] { s.sample(std::vector<float>{1.0f, NAN, 0.0f}); }, "sampler: logit of token 1 is NaN");
+        expect_error_text([&] { s.sample(std::vector<float>{1.0f, 0.0f, INFINITY}); }, "sampler: logit of token 2 is +inf");
+        expect_error_text([&] { s.sample(std::vector<float>{1.0f, INFINITY, NAN}); }, "sampler: logit of token 1 is +inf");
+        expect_error_text([&] { s.sample(std::vector<float>(3, -INFINITY)); },
+                          "sampler: every logit is -inf (no token can be sampled)");
+        expect_error_text([&] { s.accept(3); }, "sampler: accepted token 3 is outside [0, 3)");
+        expect_error_text([&] { s.accept(-1); }, "sampler: accepted token -1 is outside [0, 3)");
+    }
 }
