@@ -85,7 +85,7 @@ Config test_config() {
 
 /// Builds a Net with `build`, runs it on a fresh NPU0 under cfg, returns the ops and outputs.
 Result run(const Config& cfg, const std::function<void(Net&)>& build) {
-    NpuDevice dev(0, cfg);
+    NpuDevice dev("NPU0", cfg);
     auto backend = dev.init_backend({});
     Net net;
     build(net);
@@ -248,7 +248,7 @@ TEST(NpuFusion, MatmulIdsSharingActivationsAndIdsAreOneOp) {
     };
     auto with_ids = [&](const Config& cfg) {
         // ids are I32 leaves: place() fills floats, so they get their own values after placing
-        NpuDevice dev(0, cfg);
+        NpuDevice dev("NPU0", cfg);
         auto backend = dev.init_backend({});
         Net net;
         build(net);
@@ -302,7 +302,7 @@ TEST(NpuFusion, AFusedOpThatDoesNotFitOneBatchIsNotMade) {
 }
 
 TEST(NpuFusion, KernelNameNamesTheFusedOp) {
-    NpuDevice dev(0, test_config());
+    NpuDevice dev("NPU0", test_config());
     auto backend = dev.init_backend({});
     Net net;
     norm_mul(net);
@@ -318,7 +318,7 @@ TEST(NpuFusion, AnIntermediateReadByAnotherSplitIsNotFusedAway) {
     for (const bool cpu_reads : {true, false}) {
         Config cfg = test_config();
         cfg.opfilter = "^SCALE$";
-        NpuDevice dev(0, cfg);
+        NpuDevice dev("NPU0", cfg);
         auto npu = dev.init_backend({});
         auto cpu = cpu::cpu_device().init_backend({1});
         Graph g;
@@ -365,7 +365,7 @@ TEST(NpuFusion, AnIntermediateReadByAnotherSplitIsNotFusedAway) {
 
 /// next_device_op under a `fits` that refuses: every pattern falls back to the node alone.
 TEST(NpuFusion, PatternsRespectFits) {
-    NpuDevice dev(0, test_config());
+    NpuDevice dev("NPU0", test_config());
     Net net;
     qkv(true)(net);
     net.place(dev);

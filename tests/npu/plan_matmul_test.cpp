@@ -23,7 +23,7 @@ namespace {
 constexpr uint32_t bit(uint32_t kernel) { return 1u << kernel; }
 
 TEST(NpuPlanMatmul, TiledWeightTakesTheTiledKernelWithItsScratch) {
-    NpuDevice dev(0, Config{});
+    NpuDevice dev("NPU0", Config{});
     Graph g;
     Tensor* w = g.new_tensor(DType::Q4_0, {256, 40}, "w");
     Tensor* x = g.new_tensor(DType::F32, {256, 7}, "x");
@@ -70,7 +70,7 @@ TEST(NpuPlanMatmul, TiledWeightTakesTheTiledKernelWithItsScratch) {
 }
 
 TEST(NpuPlanMatmul, PromptRowsGoInStepsThatFitTheVtcm) {
-    NpuDevice dev(0, Config{});
+    NpuDevice dev("NPU0", Config{});
     Graph g;
     Tensor* w = g.new_tensor(DType::Q4_1, {576, 1536}, "w");
     Tensor* x = g.new_tensor(DType::F32, {576, 512}, "x");
@@ -106,7 +106,7 @@ TEST(NpuPlanMatmul, PromptRowsGoInStepsThatFitTheVtcm) {
 }
 
 TEST(NpuPlanMatmul, MatrixUnitTakesManyColumnsPerItemByTheCostModel) {
-    NpuDevice dev(0, Config{});
+    NpuDevice dev("NPU0", Config{});
     Graph g;
     Tensor* w = g.new_tensor(DType::Q8_0, {256, 40}, "w");
     // the model's break-even is 16 columns per item (npu-matrix-threshold-2026-12-01.md)
@@ -139,7 +139,7 @@ TEST(NpuPlanMatmul, MatrixUnitTakesManyColumnsPerItemByTheCostModel) {
 }
 
 TEST(NpuPlanMatmul, MatrixUnitCountsRoutedColumnsPerExpert) {
-    NpuDevice dev(0, Config{});
+    NpuDevice dev("NPU0", Config{});
     Graph g;
     Tensor* w = g.new_tensor(DType::Q4_0, {64, 40, 4}, "experts");
     // 4 experts; ids [2, T]: 2T routed columns, 2T / 4 per expert

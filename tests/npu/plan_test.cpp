@@ -129,7 +129,7 @@ TEST_P(NpuPlanLinks, SmallVtcmSendsBigSoftMaxToTheCpu) {
     ASSERT_EQ(cfg.vtcm_bytes, 65536u);
     cfg.link = GetParam();
     cfg.n_threads = 2;
-    NpuDevice dev(0, cfg);
+    NpuDevice dev("NPU0", cfg);
     // 2 workers x 8192 floats = 65536 bytes: fits exactly; one float more does not
     SoftMaxGraph fits(8192, 2), past(8193, 2), big(16384, 3), small(1000, 3);
     EXPECT_TRUE(dev.supports_op(*fits.y));

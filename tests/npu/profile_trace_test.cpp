@@ -177,7 +177,7 @@ TEST(NpuTrace, HoldsEveryOpOfAStepOnce) {
         Config cfg;
         cfg.trace = path.string();
         cfg.n_threads = 2;
-        NpuDevice dev(0, cfg);
+        NpuDevice dev("NPU0", cfg);
         auto npu = dev.init_backend({});
         auto cpu = cpu::cpu_device().init_backend({1});
         ProfiledGraph pg;

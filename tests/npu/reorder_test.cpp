@@ -131,7 +131,7 @@ TEST(NpuReorder, TheBackendReordersUnlessTesselNpuReorderIs0) {
         setenv("TESSEL_NPU_REORDER", value, 1);
         const Config cfg = config_from_env();
         EXPECT_EQ(cfg.reorder, value[0] == '1');
-        NpuDevice dev(0, cfg);
+        NpuDevice dev("NPU0", cfg);
         auto backend = dev.init_backend({});
         Qkv m;
         m.expand_separated();

@@ -69,7 +69,7 @@ TEST_P(NpuScheduler, NpuTakesItsOpsCpuTheRest) {
     Config cfg;
     cfg.opfilter = "^SCALE$";
     cfg.hostbuf = hostbuf;
-    NpuDevice dev(0, cfg);
+    NpuDevice dev("NPU0", cfg);
     auto npu = dev.init_backend({});
     auto cpu = cpu::cpu_device().init_backend({2});
     SmallGraph sg;
@@ -140,7 +140,7 @@ struct SetRowsGraph {
 // A destination in CPU memory: the NPU claims SET_ROWS but would write into a copy, so the CPU
 // (which addresses the memory) runs it; the rows come from the NPU's ADD.
 TEST(NpuSchedulerInPlace, SetRowsIntoCpuMemoryRunsOnTheCpu) {
-    NpuDevice dev(0, Config{});
+    NpuDevice dev("NPU0", Config{});
     auto npu = dev.init_backend({});
     auto cpu = cpu::cpu_device().init_backend({2});
     SetRowsGraph sg(cpu::cpu_device().buffer_type());
@@ -157,7 +157,7 @@ TEST(NpuSchedulerInPlace, SetRowsIntoCpuMemoryRunsOnTheCpu) {
 // A destination in NPU0-HOST memory (where a context beside an NPU keeps its KV cache): the NPU
 // runs SET_ROWS in place, and the CPU reads the result without copies.
 TEST(NpuSchedulerInPlace, SetRowsIntoNpuHostMemoryRunsOnTheNpu) {
-    NpuDevice dev(0, Config{});
+    NpuDevice dev("NPU0", Config{});
     auto npu = dev.init_backend({});
     auto cpu = cpu::cpu_device().init_backend({2});
     SetRowsGraph sg(dev.host_buffer_type());
@@ -174,7 +174,7 @@ TEST(NpuSchedulerInPlace, SetRowsIntoNpuHostMemoryRunsOnTheNpu) {
 TEST(NpuSchedulerInPlace, NoBackendForTheDestinationIsAnError) {
     Config cfg;
     cfg.opfilter = "^SET_ROWS$";
-    NpuDevice dev(0, cfg);
+    NpuDevice dev("NPU0", cfg);
     auto npu = dev.init_backend({});
     auto cpu = cpu::cpu_device().init_backend({2});
     SetRowsGraph sg(dev.buffer_type());
@@ -192,7 +192,7 @@ TEST(NpuSchedulerInPlace, NoBackendForTheDestinationIsAnError) {
 // read by MUL_MAT (not claimed) and a Q8_0 table read by GET_ROWS (claimed from plain memory, but
 // NPU0 would store it tiled and no kernel reads tiles yet) stay in the CPU's types.
 TEST(NpuWeights, PlacedOnTheNpuOnlyForUsesItClaims) {
-    NpuDevice dev(0, Config{});
+    NpuDevice dev("NPU0", Config{});
     Device& cpu = cpu::cpu_device();
     const std::vector<Device*> devices{&dev, &cpu};
     Graph g;
@@ -217,7 +217,7 @@ TEST(NpuWeights, PlacedOnTheNpuOnlyForUsesItClaims) {
     // Under TESSEL_NPU_MM_SELECT=flat no kernel reads tiles: the matrix stays with the CPU too.
     Config flat;
     flat.mm_select = 1u << TSL_NPU_MM_FLAT;
-    NpuDevice flat_dev(0, flat);
+    NpuDevice flat_dev("NPU0", flat);
     const std::vector<Device*> flat_devices{&flat_dev, &cpu};
     EXPECT_EQ(&choose_weight_buffer_type(flat_devices, *mat, {q}), &choose_weight_buffer_type({&cpu}, *mat, {q}));
     // NPU0-HOST stores nothing tiled: it serves the GET_ROWS.

@@ -66,7 +66,7 @@ struct Graph {
 class NpuSession : public ::testing::TestWithParam<LinkKind> {};
 
 TEST_P(NpuSession, AddMulScaleMatchHostMath) {
-    NpuDevice dev(0, test_config(GetParam()));
+    NpuDevice dev("NPU0", test_config(GetParam()));
     auto backend = dev.init_backend({});
     Graph g(dev);
     Tensor& a = g.leaf({33, 5});
@@ -95,7 +95,7 @@ TEST_P(NpuSession, AddMulScaleMatchHostMath) {
 TEST_P(NpuSession, ProfilePrintsALinePerOpAndPerBatch) {
     Config cfg = test_config(GetParam());
     cfg.profile = true;
-    NpuDevice dev(0, cfg);
+    NpuDevice dev("NPU0", cfg);
     auto backend = dev.init_backend({});
     Graph g(dev);
     Tensor& a = g.leaf({64, 3});
@@ -118,7 +118,7 @@ TEST_P(NpuSession, ManySmallBatchesStayInOrder) {
     Config cfg = test_config(GetParam());
     cfg.opbatch = 1;  // one op per batch
     cfg.opqueue = 2;  // two in flight: pushing the third first takes a response
-    NpuDevice dev(0, cfg);
+    NpuDevice dev("NPU0", cfg);
     auto backend = dev.init_backend({});
     Graph g(dev);
     Tensor& x = g.leaf({64});
@@ -143,7 +143,7 @@ TEST_P(NpuSession, ManySmallBatchesStayInOrder) {
 }
 
 TEST_P(NpuSession, RepeatedGraphUidReusesTheTranslation) {
-    NpuDevice dev(0, test_config(GetParam()));
+    NpuDevice dev("NPU0", test_config(GetParam()));
     auto backend = dev.init_backend({});
     auto& npu = static_cast<NpuBackend&>(*backend);
     Graph g(dev);
@@ -171,7 +171,7 @@ TEST_P(NpuSession, RepeatedGraphUidReusesTheTranslation) {
 }
 
 TEST_P(NpuSession, AsyncSetAndGetAreStreamOrdered) {
-    NpuDevice dev(0, test_config(GetParam()));
+    NpuDevice dev("NPU0", test_config(GetParam()));
     auto backend = dev.init_backend({});
     Graph g(dev, 8 << 20);
     Tensor& x = g.leaf({700, 500});  // 1.4 MB: more than the first staging buffer (1 MiB), which grows
@@ -203,7 +203,7 @@ TEST_P(NpuSession, AsyncSetAndGetAreStreamOrdered) {
 }
 
 TEST_P(NpuSession, EventsAreFenceSlots) {
-    NpuDevice dev(0, test_config(GetParam()));
+    NpuDevice dev("NPU0", test_config(GetParam()));
     auto backend = dev.init_backend({});
     Graph g(dev);
     Tensor& x = g.leaf({1000, 10});
@@ -230,7 +230,7 @@ TEST_P(NpuSession, EventsAreFenceSlots) {
 }
 
 TEST_P(NpuSession, OperandOutsideNpuMemoryIsAnError) {
-    NpuDevice dev(0, test_config(GetParam()));
+    NpuDevice dev("NPU0", test_config(GetParam()));
     auto backend = dev.init_backend({});
     Graph g(dev);
     Tensor host;  // never placed in a buffer
@@ -265,7 +265,7 @@ TEST_P(NpuFault, EndsInOneCleanError) {
     Config cfg = test_config(kind);
     cfg.fault = fc.fault;
     cfg.timeout_ms = 300;
-    NpuDevice dev(0, cfg);
+    NpuDevice dev("NPU0", cfg);
     auto backend = dev.init_backend({});
     Graph g(dev);
     Tensor& x = g.leaf({256});

@@ -143,7 +143,7 @@ TEST(NpuTiled, RoundTripsEveryTypeAndOddShapeBitExactly) {
 
 /// NPU0 (in-process link) with a weights buffer holding one tensor of `type` and shape ne.
 struct WeightsBuffer {
-    NpuDevice dev{0, Config{}};
+    NpuDevice dev{"NPU0", Config{}};
     Tensor t;
     std::unique_ptr<Buffer> buf;
     WeightsBuffer(DType type, const Shape& ne, BufferUsage usage = BufferUsage::Weights, bool host = false) {
@@ -265,7 +265,7 @@ TEST(NpuTiledBuffer, OtherTensorsStayPlain) {
     Tensor f;
     f.set_shape(DType::Q6_K, {256, 3});
     f.flags |= kFlagWeight;
-    NpuDevice dev(0, Config{});
+    NpuDevice dev("NPU0", Config{});
     EXPECT_EQ(dev.buffer_type().alloc_size(f), f.n_bytes());
     f.set_shape(DType::Q4_0, {64, 3});
     f.flags = 0;
@@ -277,7 +277,7 @@ TEST(NpuTiledBuffer, OtherTensorsStayPlain) {
 /// y = W x with W a tiled Q4_0 weight in NPU0, on the backend the scheduler picks under `cfg`;
 /// the result must match W x in double (x is quantized to Q8 per block on either side).
 void check_tiled_mul_mat(const Config& cfg, bool npu_claims) {
-    NpuDevice dev(0, cfg);
+    NpuDevice dev("NPU0", cfg);
     auto npu = dev.init_backend({});
     auto cpu = cpu::cpu_device().init_backend({1});
     Graph g;

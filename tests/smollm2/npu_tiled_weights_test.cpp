@@ -18,7 +18,7 @@ namespace {
 TEST(SmolLM2NpuTiled, EveryTileableWeightRoundTripsBitExactly) {
     TESSEL_REQUIRE_SMOLLM2();
     const gguf::File file = gguf::File::open(test::smollm2_path().string());
-    npu::NpuDevice dev(0, npu::Config{});
+    npu::NpuDevice dev("NPU0", npu::Config{});
     BufferType& bt = dev.buffer_type();
     int n_tiled = 0;
     for (const gguf::TensorInfo& info : file.tensors()) {

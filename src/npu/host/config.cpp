@@ -35,26 +35,17 @@ uint32_t dma_mode() {
     bad("TESSEL_NPU_DMA", s, "0, 1 or copy");
 }
 
-uint32_t device_count() {
+/// TESSEL_NPU_DEVICES. Virtual sessions and groups parse, but run only once sessions can share a
+/// device runtime and groups can split rows (issue 28): until then they are errors naming the item.
+std::vector<DeviceEntry> devices() {
     const auto v = env::get("TESSEL_NPU_DEVICES");
-    if (!v) return 1;
-    const std::string s(*v);
-    if (std::regex_match(s, std::regex("[0-9]{1,2}"))) {
-        const int n = std::stoi(s);
-        if (n <= 16) return static_cast<uint32_t>(n);
+    const std::string s = v ? std::string(*v) : "1";
+    std::vector<DeviceEntry> out = parse_device_string(s);
+    for (const DeviceEntry& e : out) {
+        if (e.group()) bad("TESSEL_NPU_DEVICES", s, "single devices; the group '" + e.name + "' is not supported yet");
+        if (e.members[0].session != 0) bad("TESSEL_NPU_DEVICES", s, "session 0 of each device; the virtual session '" + e.name + "' is not supported yet");
     }
-    // A list NPU0,NPU1,... must name consecutive devices from NPU0.
-    uint32_t n = 0;
-    size_t start = 0;
-    while (start <= s.size()) {
-        const size_t comma = s.find(',', start);
-        const std::string item = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-        if (item != "NPU" + std::to_string(n)) break;
-        ++n;
-        if (comma == std::string::npos) return n;
-        start = comma + 1;
-    }
-    bad("TESSEL_NPU_DEVICES", s, "a device count 0..16 or a list NPU0,NPU1,... in order");
+    return out;
 }
 
 uint32_t fault_mode() {
@@ -125,7 +116,7 @@ uint32_t op_fusion() {
 
 Config config_from_env() {
     Config c;
-    c.n_devices = device_count();
+    c.devices = devices();
     if (const auto v = env::get("TESSEL_NPU_LINK")) {
         const std::string s(*v);
         if (s == "inproc") c.link = LinkKind::InProcess;

@@ -5,13 +5,15 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "npu/host/device_spec.hpp"
 #include "npu/link/link.hpp"
 
 namespace tessel::npu {
 
 struct Config {
-    uint32_t n_devices = 1;          ///< TESSEL_NPU_DEVICES: a count ("2") or names ("NPU0,NPU1"); 0 = none
+    std::vector<DeviceEntry> devices = {{"NPU0", {{0, 0}}}};  ///< TESSEL_NPU_DEVICES (device_spec.hpp); empty = none
     LinkKind link = LinkKind::InProcess;  ///< TESSEL_NPU_LINK: inproc | process
     uint32_t opbatch = 1024;         ///< TESSEL_NPU_OPBATCH: ops per batch (1..16384)
     uint32_t opqueue = 32;           ///< TESSEL_NPU_OPQUEUE: batches in flight (1..256)

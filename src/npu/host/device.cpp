@@ -22,8 +22,8 @@ struct NpuDevice::OpFilter {
     std::regex re;
 };
 
-NpuDevice::NpuDevice(uint32_t index, const Config& cfg)
-    : name_("NPU" + std::to_string(index)), cfg_(cfg), device_buft_(*this, false), host_buft_(*this, true) {
+NpuDevice::NpuDevice(std::string name, const Config& cfg)
+    : name_(std::move(name)), cfg_(cfg), device_buft_(*this, false), host_buft_(*this, true) {
     if (!cfg_.opfilter.empty()) opfilter_ = std::make_unique<OpFilter>(OpFilter{std::regex(cfg_.opfilter)});
 }
 
@@ -85,15 +85,16 @@ const std::string& config_error() { return config_error_text(); }
 
 void register_devices(Registry& registry) {
     Config cfg;
+    config_error_text().clear();
     try {
         cfg = config_from_env();
     } catch (const Error& e) {
         // Keep NPU0 visible so its first use reports the bad variable instead of "no such device".
         config_error_text() = e.what();
-        registry.add(std::make_unique<NpuDevice>(0, Config{}));
+        registry.add(std::make_unique<NpuDevice>("NPU0", Config{}));
         return;
     }
-    for (uint32_t i = 0; i < cfg.n_devices; ++i) registry.add(std::make_unique<NpuDevice>(i, cfg));
+    for (const DeviceEntry& e : cfg.devices) registry.add(std::make_unique<NpuDevice>(e.name, cfg));
 }
 
 }  // namespace tessel::npu

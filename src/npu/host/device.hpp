@@ -27,8 +27,8 @@ class Session;
 
 class NpuDevice final : public Device {
 public:
-    /// Device `index` ("NPU<index>") under `cfg`; opens nothing yet.
-    NpuDevice(uint32_t index, const Config& cfg);
+    /// Device `name` ("NPU<p>") under `cfg`; opens nothing yet.
+    NpuDevice(std::string name, const Config& cfg);
     ~NpuDevice() override;
 
     std::string name() const override { return name_; }
@@ -78,7 +78,7 @@ private:
     std::string open_error_;
 };
 
-/// Adds NPU0..NPU(n-1) (TESSEL_NPU_DEVICES, default 1) to `registry`. A bad TESSEL_NPU_* value
+/// Adds the devices of TESSEL_NPU_DEVICES (default NPU0) to `registry`. A bad TESSEL_NPU_* value
 /// registers no device and is reported by the first use (see config_error()).
 void register_devices(Registry& registry);
 
