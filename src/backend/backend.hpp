@@ -35,6 +35,9 @@ public:
     virtual ~Event() = default;
     /// Blocks the calling host thread until the recorded work has finished.
     virtual void synchronize() = 0;
+    /// Whether the recorded work has finished (an event recorded nowhere has), without blocking.
+    /// Throws what synchronize() throws when that work failed.
+    virtual bool query() = 0;
 };
 
 struct BackendParams {

@@ -63,6 +63,7 @@ private:
 class CpuEvent final : public Event {
 public:
     void synchronize() override {}
+    bool query() override { return true; }
 };
 
 /// Runs each graph by its plan (graph_plan.hpp): planned on the first graph_compute of a uid and

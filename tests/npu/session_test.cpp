@@ -229,6 +229,51 @@ TEST_P(NpuSession, EventsAreFenceSlots) {
     EXPECT_EQ(static_cast<NpuBackend&>(*backend).cache_hits(), 1u);
 }
 
+TEST_P(NpuSession, EventWaitOnAnotherSessionIsAFenceWaitOnItsDevice) {
+    NpuDevice dev0("NPU0", test_config(GetParam())), dev1("NPU1", test_config(GetParam()));
+    auto b0 = dev0.init_backend({});
+    auto b1 = dev1.init_backend({});
+    Graph g0(dev0, 8 << 20), g1(dev1);
+    // NPU0: a chain of F32 matmuls (tens of ms), then its event.
+    Tensor& w = g0.leaf({1024, 1024});
+    Graph::fill(w, 0.001f);
+    Tensor* y = &g0.leaf({1024, 64});
+    Graph::fill(*y, 1.0f);
+    std::vector<Tensor*> chain;
+    for (int i = 0; i < 6; ++i) {
+        Tensor& m = g0.leaf({1024, 64});
+        m.op = Op::MUL_MAT;
+        m.src[0] = &w;
+        m.src[1] = y;
+        chain.push_back(y = &m);
+    }
+    auto ev0 = dev0.new_event(), ev1 = dev1.new_event();
+    EXPECT_TRUE(ev0->query());  // recorded nowhere: complete
+    b0->graph_compute(chain);
+    b0->event_record(*ev0);
+    // The same session's event adds nothing (its device runs batches in order).
+    const uint64_t seq0 = dev0.session().last_seq();
+    b0->event_wait(*ev0);
+    // NPU1 waits for NPU0 on its device, then records its own event: once ev1 is complete, ev0 is.
+    Tensor& x = g1.leaf({64});
+    Graph::fill(x, 3.0f);
+    Tensor& z = g1.node(Op::ADD, x, &x);
+    b1->event_wait(*ev0);
+    b1->graph_compute({&z});
+    b1->event_record(*ev1);
+    ev1->synchronize();
+    EXPECT_TRUE(ev0->query()) << "NPU1 finished before the NPU0 work it waited for";
+    EXPECT_TRUE(ev1->query());
+    b0->synchronize();
+    EXPECT_EQ(dev0.session().last_seq(), seq0);
+    EXPECT_EQ(Graph::read(z)[5], 2 * Graph::read(x)[5]);
+    // An event recorded and waited for again after the slots wrapped around (64 slots) is still complete.
+    for (int i = 0; i < 70; ++i) b1->event_record(*ev1);
+    ev1->synchronize();
+    b1->event_wait(*ev0);
+    b1->synchronize();
+}
+
 TEST_P(NpuSession, OperandOutsideNpuMemoryIsAnError) {
     NpuDevice dev("NPU0", test_config(GetParam()));
     auto backend = dev.init_backend({});

@@ -50,6 +50,7 @@ public:
 class FakeEvent final : public Event {
 public:
     void synchronize() override {}
+    bool query() override { return true; }
 };
 
 class FakeDevice;

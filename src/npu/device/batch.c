@@ -122,7 +122,8 @@ void tsl_npu_batch_resolve(const tsl_npu_batch* b, const tsl_npu_platform* platf
     c->vtcm = 0;
     c->bytes = 0;
     c->reshape_ns = 0;
-    c->heartbeat = 0; /* the executor sets it and trace for run */
+    c->heartbeat = 0; /* the executor sets it, cancel and trace for run */
+    c->cancel = 0;
     c->trace = 0;
     for (int s = 0; s < TSL_NPU_MAX_SRC; ++s) resolve_view(b, op->src[s], &c->src[s]);
     for (int s = 0; s < TSL_NPU_MAX_DST; ++s) resolve_view(b, op->dst[s], &c->dst[s]);

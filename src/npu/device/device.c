@@ -156,6 +156,7 @@ static int32_t run_ops(tsl_npu_device* d, const tsl_npu_batch* b, uint32_t flags
         tsl_npu_vtcm_reset(&d->vtcm, tsl_npu_op_scratch(&b->ops[i]));
         c.vtcm = &d->vtcm;
         c.heartbeat = heartbeat;
+        c.cancel = cancel;
         tsl_npu_op_trace trace = {b->spans ? b->spans + (uint64_t)i * TSL_NPU_TRACE_PHASES * n_threads : 0, n_threads, 0};
         c.trace = b->spans ? &trace : 0;
         const int32_t status = d->fault == TSL_NPU_FAULT_STUCK && i == 0 ? stuck_op(p)

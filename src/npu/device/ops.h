@@ -44,6 +44,7 @@ typedef struct tsl_npu_op_ctx {
     uint64_t reshape_ns; /* set by run: ns its workers spent reshaping weights into a unit's operand
                             layout, summed over workers (profile counter 1; 0 when none) */
     volatile uint64_t* heartbeat; /* the host's progress counter (tsl_npu_op_progress); NULL: none */
+    volatile const uint32_t* cancel; /* non-zero once the host cancels the batch (an op that waits looks); NULL: none */
     tsl_npu_op_trace* trace;      /* NULL unless the batch is traced */
 } tsl_npu_op_ctx;
 
@@ -281,6 +282,10 @@ int32_t tsl_npu_scale_check(const tsl_npu_op_ctx* c);
 int32_t tsl_npu_scale_run(tsl_npu_op_ctx* c);  /* SCALE */
 int32_t tsl_npu_fence_check(const tsl_npu_op_ctx* c);
 int32_t tsl_npu_fence_run(tsl_npu_op_ctx* c);  /* FENCE */
+int32_t tsl_npu_fence_wait_check(const tsl_npu_op_ctx* c);
+int32_t tsl_npu_fence_wait_run(tsl_npu_op_ctx* c);  /* FENCE_WAIT */
+int32_t tsl_npu_allreduce_check(const tsl_npu_op_ctx* c);
+int32_t tsl_npu_allreduce_run(tsl_npu_op_ctx* c);  /* ALLREDUCE */
 int32_t tsl_npu_unary_check(const tsl_npu_op_ctx* c);
 int32_t tsl_npu_unary_run(tsl_npu_op_ctx* c);  /* UNARY */
 int32_t tsl_npu_glu_check(const tsl_npu_op_ctx* c);

@@ -17,11 +17,17 @@ namespace tessel::npu {
 
 void NpuEvent::synchronize() {
     if (!session_) return;
-    if (session_->fence_value(slot_) == value_) return;
+    if (session_->fence_value(slot_) >= value_) return;
     session_->wait(seq_);
-    if (session_->fence_value(slot_) != value_)
+    if (session_->fence_value(slot_) < value_)
         throw Error(ErrorCode::Device, session_->name() + ": batch #" + std::to_string(seq_) + " ended without storing fence slot " +
                                            std::to_string(slot_));
+}
+
+bool NpuEvent::query() {
+    if (!session_ || session_->fence_value(slot_) >= value_) return true;
+    session_->check();
+    return false;
 }
 
 NpuBackend::NpuBackend(NpuDevice& device, Session& session) : device_(device), session_(session), batch_(session.limits()) {}
@@ -245,25 +251,33 @@ void NpuBackend::event_record(Event& e) {
     }
     // A FENCE op storing the next value in a slot, behind everything queued on this stream.
     const auto [slot, value] = session_.next_fence();
-    Tensor fence_view;
-    fence_view.set_shape(DType::I32, {static_cast<int64_t>(session_.fences().size() / sizeof(int32_t))});
-    Operand o;
-    o.tensor = &fence_view;
-    o.buffer = &session_.fences();
-    o.buffer_flags = TSL_NPU_BUF_FENCE;
-    o.offset = 0;
-    o.size = session_.fences().size();
-    int32_t params[TSL_NPU_OP_PARAMS] = {};
-    params[0] = static_cast<int32_t>(value & 0xffffffffu);
-    params[1] = static_cast<int32_t>(value >> 32);
-    params[2] = static_cast<int32_t>(slot);
-    if (!batch_.fit({o})) flush();
-    batch_.add(TSL_NPU_OP_FENCE, "FENCE", {}, {o}, params);
+    int32_t params[TSL_NPU_OP_PARAMS];
+    fence_params(params, slot, value);
+    enqueue(TSL_NPU_OP_FENCE, "FENCE", {}, {session_.fence_operand()}, params);
     flush();
     ev->session_ = &session_;
     ev->seq_ = session_.last_seq();
     ev->slot_ = slot;
     ev->value_ = value;
+}
+
+void NpuBackend::enqueue(uint32_t opcode, const std::string& name, const std::vector<Operand>& srcs, const std::vector<Operand>& dsts,
+                         const int32_t* params) {
+    session_.check();
+    std::vector<Operand> all = srcs;
+    all.insert(all.end(), dsts.begin(), dsts.end());
+    if (!batch_.fit(all)) flush();
+    batch_.add(opcode, name, srcs, dsts, params);
+}
+
+void NpuBackend::event_wait(Event& e) {
+    auto* ev = dynamic_cast<NpuEvent*>(&e);
+    if (!ev) return e.synchronize();
+    if (!ev->session_ || ev->session_ == &session_ || ev->query()) return;
+    session_.map_peer_fences(*ev->session_);
+    int32_t params[TSL_NPU_OP_PARAMS];
+    fence_params(params, ev->slot_, ev->value_);
+    enqueue(TSL_NPU_OP_FENCE_WAIT, "FENCE_WAIT", {ev->session_->fence_operand()}, {}, params);
 }
 
 }  // namespace tessel::npu

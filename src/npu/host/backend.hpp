@@ -22,6 +22,8 @@ class Session;
 class NpuEvent final : public Event {
 public:
     void synchronize() override;
+    /// Whether the device has stored the fence; throws the session's error when it failed first.
+    bool query() override;
 
 private:
     friend class NpuBackend;
@@ -60,14 +62,27 @@ public:
     /// "npu_<OP>" for a node the last graph_compute sent to the device (a fused op's name, e.g.
     /// "npu_RMS_NORM+MUL", for each of its nodes), else "".
     std::string kernel_name(const Tensor& t) const override;
+    /// Queues a FENCE op storing e's value in one of this session's fence slots and sends the batch.
+    /// Another device's event is completed on the host: this stream is synchronized.
     void event_record(Event& e) override;
-    /// Waits on the host for e, then continues (the NPU stream has nothing queued in between).
-    void event_wait(Event& e) override { e.synchronize(); }
+    /// An event of this session: nothing to do (the device runs its batches in order). Another NPU
+    /// session's event: a FENCE_WAIT op on that session's fence slot joins the open batch, so this
+    /// device waits for the peer's without the host blocking. Any other event: waited for on the host.
+    void event_wait(Event& e) override;
 
     /// Profiling (npu/host/profile.cpp): the session keeps every answered batch's records, and
     /// take_profile pairs them with the nodes of the graph_compute calls since the last take.
     void set_profiling(bool on) override;
     std::vector<OpTiming> take_profile() override;
+
+    /// Adds one op outside any graph (the all-reduce's fences and shares) behind the work queued on
+    /// this stream, sending the open batch first when the op does not fit. Operand tensors must
+    /// stay alive until the batch is sent (send(), event_record, synchronize, graph_compute).
+    void enqueue(uint32_t opcode, const std::string& name, const std::vector<Operand>& srcs, const std::vector<Operand>& dsts,
+                 const int32_t* params);
+    /// Sends the open batch now.
+    void send() { flush(); }
+    Session& session() { return session_; }
 
     /// Calls of graph_compute served from the translation cache.
     uint64_t cache_hits() const { return cache_hits_; }

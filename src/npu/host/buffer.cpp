@@ -57,7 +57,18 @@ NpuBuffer::NpuBuffer(NpuBufferType& type, size_t size) : Buffer(type, size), npu
     type.device().session().map(*shm_, wire_flags());
 }
 
-NpuBuffer::~NpuBuffer() { npu_type_.device().session().unmap(*shm_); }
+NpuBuffer::~NpuBuffer() {
+    for (Session* s : peers_) s->unmap(*shm_);
+    npu_type_.device().session().unmap(*shm_);
+}
+
+void NpuBuffer::map_on(Session& session) const {
+    if (&session == &npu_type_.device().session()) return;
+    std::lock_guard lock(peers_mu_);
+    if (std::find(peers_.begin(), peers_.end(), &session) != peers_.end()) return;
+    session.map(*shm_, wire_flags());
+    peers_.push_back(&session);
+}
 
 uint32_t NpuBuffer::wire_flags() const {
     uint32_t f = npu_type_.is_host() ? TSL_NPU_BUF_HOST : 0;

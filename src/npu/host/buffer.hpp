@@ -15,6 +15,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -26,6 +27,7 @@
 namespace tessel::npu {
 
 class NpuDevice;
+class Session;
 
 class NpuBufferType final : public BufferType {
 public:
@@ -76,8 +78,15 @@ public:
     /// Fills the memory; tiled tensors then read back as the unpacked form of those bytes.
     void clear(uint8_t value) override;
     const ShmBuffer& shm() const { return *shm_; }
+    /// The device whose memory this is.
+    NpuDevice& device() const { return npu_type_.device(); }
     /// TSL_NPU_BUF_* flags the batch descriptors carry for this buffer.
     uint32_t wire_flags() const;
+    /// Makes this buffer known to another device's session too (once), so that ops there may read
+    /// and write it (all-reduce); the buffer unmaps itself there when it is freed, so `session`
+    /// must outlive it (sessions live as long as their devices). Throws like
+    /// Session::map.
+    void map_on(Session& session) const;
 
     /// t's record when this buffer stores t tiled (t itself, not a view), else nullptr.
     const TiledTensor* tiled(const Tensor& t) const;
@@ -88,6 +97,8 @@ private:
     NpuBufferType& npu_type_;
     std::unique_ptr<ShmBuffer> shm_;
     std::unordered_map<const Tensor*, std::unique_ptr<TiledTensor>> tiled_;
+    mutable std::mutex peers_mu_;
+    mutable std::vector<Session*> peers_;  // other sessions this buffer is mapped on
 };
 
 /// Whether NPUn (device memory, usage Weights) stores t tiled: a tileable type (tiled.hpp),

@@ -3,6 +3,7 @@
 #include <regex>
 
 #include "backend/registry.hpp"
+#include "npu/host/allreduce.hpp"
 #include "npu/host/backend.hpp"
 #include "npu/host/session.hpp"
 #include "npu/host/translate.hpp"
@@ -71,6 +72,7 @@ KernelKind NpuDevice::declared_kernel(const Tensor& t) const {
 void* NpuDevice::proc(const std::string& name) {
     if (name == "host_buffer_type") return static_cast<BufferType*>(&host_buft_);
     if (name == "cpu_compute_buffer_type" && cfg_.hostbuf) return static_cast<BufferType*>(&host_buft_);
+    if (name == "allreduce_comm") return const_cast<AllReduceApi*>(&allreduce_api());
     return nullptr;
 }
 

@@ -1,5 +1,7 @@
 #include "npu/host/session.hpp"
 
+#include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "core/log.hpp"
@@ -10,6 +12,8 @@
 namespace tessel::npu {
 
 Session::Session(const std::string& name, const Config& cfg) : name_(name), cfg_(cfg) {
+    static std::atomic<uint64_t> next_id{1};
+    id_ = next_id++;
     link_ = open_link(link_options(cfg_, name_));
     hwinfo_ = link_->hwinfo();
     if (hwinfo_.proto_version != TSL_NPU_PROTO_VERSION)
@@ -28,6 +32,7 @@ Session::Session(const std::string& name, const Config& cfg) : name_(name), cfg_
     queue_->set_batch_flags((cfg_.profile >= 2 ? TSL_NPU_BATCH_COUNTERS : 0u) | (trace_ ? TSL_NPU_BATCH_TRACE : 0u), hwinfo_.n_threads,
                             trace_);
     fences_ = std::make_unique<ShmBuffer>(name_ + "-fences", n_fence_slots_ * TSL_NPU_FENCE_SLOT_BYTES);
+    fence_view_.set_shape(DType::I32, {static_cast<int64_t>(fences_->size() / sizeof(int32_t))});
     if (const int32_t st = link_->map(*fences_, TSL_NPU_BUF_FENCE); st != TSL_NPU_OK)
         throw Error(ErrorCode::Device, name_ + ": the device did not map the fence buffer (" + tsl_npu_status_name(st) + ")");
     if (cfg_.verbose)
@@ -163,6 +168,26 @@ std::pair<uint32_t, uint64_t> Session::next_fence() {
     const uint32_t s = next_fence_;
     next_fence_ = (next_fence_ + 1) % n_fence_slots_;
     return {s, ++fence_value_};
+}
+
+Operand Session::fence_operand() const {
+    Operand o;
+    o.tensor = &fence_view_;
+    o.buffer = fences_.get();
+    o.buffer_flags = TSL_NPU_BUF_FENCE;
+    o.offset = 0;
+    o.size = fences_->size();
+    return o;
+}
+
+void Session::map_peer_fences(const Session& peer) {
+    {
+        std::lock_guard lock(mu_);
+        if (std::find(peer_fences_.begin(), peer_fences_.end(), peer.id()) != peer_fences_.end()) return;
+    }
+    map(peer.fences(), TSL_NPU_BUF_FENCE);
+    std::lock_guard lock(mu_);
+    peer_fences_.push_back(peer.id());
 }
 
 uint64_t Session::fence_value(uint32_t slot) const {

@@ -22,6 +22,14 @@ namespace tessel::npu {
 
 class Trace;
 
+/// The params of a FENCE or FENCE_WAIT op on fence slot `slot` and value `value` (proto.h).
+inline void fence_params(int32_t (&params)[TSL_NPU_OP_PARAMS], uint32_t slot, uint64_t value) {
+    for (int32_t& p : params) p = 0;
+    params[0] = static_cast<int32_t>(value & 0xffffffffu);
+    params[1] = static_cast<int32_t>(value >> 32);
+    params[2] = static_cast<int32_t>(slot);
+}
+
 class Session {
 public:
     /// Opens device `name` ("NPU0", ...) under `cfg`. Throws tessel::Error(Io) when the link cannot
@@ -66,10 +74,18 @@ public:
 
     /// The fence buffer (128-byte slots).
     const ShmBuffer& fences() const { return *fences_; }
+    /// The fence buffer as an op operand: one I32 tensor over all of it (stable for the session's
+    /// life, so op batches that key tensors by address never confuse two sessions' buffers).
+    Operand fence_operand() const;
     /// The next fence to record: a slot (round robin) and a value no earlier fence used.
     std::pair<uint32_t, uint64_t> next_fence();
-    /// Value the device last stored in fence slot `slot`.
+    /// Value the device last stored in fence slot `slot`. Each slot's values only grow.
     uint64_t fence_value(uint32_t slot) const;
+    /// Makes `peer`'s fence buffer known to this device (once per peer session), so that a
+    /// FENCE_WAIT op here can read a fence the peer's device stores. Throws like map().
+    void map_peer_fences(const Session& peer);
+    /// A number no other session of this process has (peers are told apart by it).
+    uint64_t id() const { return id_; }
 
 private:
     void fail(int32_t status, const std::string& detail);
@@ -83,8 +99,11 @@ private:
     std::unique_ptr<OpQueue> queue_;
     Trace* trace_ = nullptr;  // the process's, not owned
     std::unique_ptr<ShmBuffer> fences_;
+    Tensor fence_view_;
     uint32_t n_fence_slots_ = 64, next_fence_ = 0;
     uint64_t fence_value_ = 0;
+    std::vector<uint64_t> peer_fences_;  // ids of the sessions whose fence buffers are mapped here
+    uint64_t id_ = 0;
     int32_t status_ = TSL_NPU_OK;
     std::string error_;
     mutable std::mutex mu_;

@@ -33,7 +33,7 @@ extern "C" {
 
 /* Bumped on any change of a struct below or of an opcode's meaning; the host refuses a device
  * that reports another version. */
-#define TSL_NPU_PROTO_VERSION 5u
+#define TSL_NPU_PROTO_VERSION 6u
 
 #define TSL_NPU_MAX_SRC 12          /* enough for an N-way fused matmul or a 4-rank all-reduce + residual */
 #define TSL_NPU_MAX_DST 8
@@ -98,8 +98,32 @@ enum tsl_npu_opcode {
                                    column (e % U, t); ids out of range give zero columns; more outputs dst[o]
                                    from weight src[2 + o] (same ids and activations) */
     TSL_NPU_OP_FLASH_ATTN_EXT = 21, /* src0 q, src1 k, src2 v, src3 mask, src4 sinks; kparams: tsl_npu_flash_attn_kparams */
-    TSL_NPU_OP_COUNT = 22
+    TSL_NPU_OP_FENCE_WAIT = 22, /* waits until the u64 in fence slot params[2] of src0 (this or another session's
+                                   fence buffer) is >= params[0] (low 32 bits) | params[1] (high): a session's
+                                   fence values only grow. No heartbeat while it waits: a wait longer than the
+                                   host's timeout ends in its cancel (TSL_NPU_ERR_CANCELLED) */
+    TSL_NPU_OP_ALLREDUCE = 23, /* dst[0..n) are the F32 tensors (same shape) of the n = params[1] ranks (2..4) of an
+                                  all-reduce, in rank order; rank params[0] sums its share (tsl_npu_allreduce_share,
+                                  params[2] a tsl_npu_allreduce_mode) over the n tensors in rank order and stores
+                                  the sum in every one, so all ranks end with the same bits */
+    TSL_NPU_OP_COUNT = 24
 };
+
+/* All-reduce shares. 1-D: the tensors are contiguous and their elements are split in pieces of a
+ * multiple of 128 (the last ranks' pieces may be shorter or empty); 2-D: rows (ne[1..3] together)
+ * split evenly, any row stride. Rank `rank` of `n` owns [*lo, *hi) of `count` elements or rows. */
+enum tsl_npu_allreduce_mode { TSL_NPU_ALLREDUCE_1D = 0, TSL_NPU_ALLREDUCE_2D = 1 };
+
+static inline void tsl_npu_allreduce_share(uint64_t count, uint32_t n, uint32_t rank, uint32_t mode, uint64_t* lo, uint64_t* hi) {
+    if (mode == TSL_NPU_ALLREDUCE_1D) {
+        const uint64_t piece = ((count + n - 1) / n + 127) / 128 * 128;
+        *lo = rank * piece < count ? rank * piece : count;
+        *hi = *lo + piece < count ? *lo + piece : count;
+    } else {
+        *lo = count * rank / n;
+        *hi = count * (rank + 1) / n;
+    }
+}
 
 /* UNARY kinds the device implements (params[0]), numbered as tessel's UnaryOp (src/graph/op.hpp). */
 enum tsl_npu_unary {
