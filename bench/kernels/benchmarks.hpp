@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "npu/host/config.hpp"
+
 namespace tessel::bench {
 
 /// A weight matrix shape of the micro-kernel benchmarks (K inputs, N rows), named as in
@@ -37,6 +39,11 @@ void register_int8_peak_benchmarks();
 void register_npu_tiled_benchmarks();
 /// NPU link round trip of one batch of NOPs per link (npu_link_bench.cpp).
 void register_npu_link_benchmarks();
+/// TESSEL_NPU_* configuration over `kind`, the device executable defaulting to the `tessel` beside
+/// bench_kernels (npu_link_bench.cpp).
+npu::Config npu_bench_config(npu::LinkKind kind);
+/// NPU all-reduce of a 576 x 512 F32 tensor over 2-4 sessions per link and mode (npu_allreduce_bench.cpp).
+void register_npu_allreduce_benchmarks();
 /// NPU device tiled matmul micro-kernel, called directly on one thread, per type, ISA build, shape and M
 /// (npu_tile_bench.cpp).
 void register_npu_tile_benchmarks();

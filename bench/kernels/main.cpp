@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
         tessel::bench::register_packed_benchmarks();
         tessel::bench::register_npu_tiled_benchmarks();
         tessel::bench::register_npu_link_benchmarks();
+        tessel::bench::register_npu_allreduce_benchmarks();
         tessel::bench::register_npu_tile_benchmarks();
     } catch (const tessel::Error& e) {
         std::fprintf(stderr, "bench_kernels: error: %s\n", e.what());

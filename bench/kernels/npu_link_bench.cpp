@@ -18,9 +18,8 @@
 #include "npu/host/session.hpp"
 
 namespace tessel::bench {
-namespace {
 
-npu::Config link_config(npu::LinkKind kind) {
+npu::Config npu_bench_config(npu::LinkKind kind) {
     npu::Config cfg = npu::config_from_env();
     cfg.link = kind;
     cfg.profile = false;
@@ -31,9 +30,11 @@ npu::Config link_config(npu::LinkKind kind) {
     return cfg;
 }
 
+namespace {
+
 void bench_link(benchmark::State& state, npu::LinkKind kind) {
     try {
-        npu::Session session("NPU0", link_config(kind));
+        npu::Session session("NPU0", npu_bench_config(kind));
         npu::OpBatch batch(session.limits());
         for (int64_t i = 0; i < state.range(0); ++i) batch.add(TSL_NPU_OP_NOP, "NOP", {}, {}, nullptr);
         for (auto _ : state) session.wait(session.submit(batch));

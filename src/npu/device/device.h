@@ -41,6 +41,8 @@ typedef struct tsl_npu_platform {
     void (*parallel)(void* ctx, tsl_npu_task_fn fn, void* arg);
     /* Gives up the processor for about a millisecond (used while a hung test device waits). */
     void (*idle)(void* ctx);
+    /* Lets another ready thread run now, if any (a fence wait's short waits); NULL: none. */
+    void (*yield)(void* ctx);
     /* The session's scratchpad (VTCM): its base, 64-byte aligned, with its size in bytes in
      * *bytes; NULL and 0 when the platform has none (NULL function: none either). The block stays
      * valid until the platform is destroyed. */

@@ -36,8 +36,11 @@ int32_t tsl_npu_fence_wait_check(const tsl_npu_op_ctx* c) {
     return slot_offset(c, &c->src[0]) < 0 ? TSL_NPU_ERR_BAD_DESC : TSL_NPU_OK;
 }
 
-/* Spins for the first TSL_NPU_FENCE_SPIN_NS (a peer's fence is often close), then naps between looks. */
-#define TSL_NPU_FENCE_SPIN_NS 50000u
+/* Looks in a tight loop for the first TSL_NPU_FENCE_SPIN_NS (a peer's fence is often close), then
+ * yields the processor between looks until TSL_NPU_FENCE_YIELD_NS (the peer may need this core),
+ * then naps about a millisecond between looks. */
+#define TSL_NPU_FENCE_SPIN_NS 20000u
+#define TSL_NPU_FENCE_YIELD_NS 5000000u
 
 int32_t tsl_npu_fence_wait_run(tsl_npu_op_ctx* c) {
     const int64_t offset = slot_offset(c, &c->src[0]);
@@ -51,6 +54,9 @@ int32_t tsl_npu_fence_wait_run(tsl_npu_op_ctx* c) {
         for (int i = 0; i < 64; ++i)
             if (__atomic_load_n(slot, __ATOMIC_ACQUIRE) >= want) return TSL_NPU_OK;
         if (c->cancel && __atomic_load_n(c->cancel, __ATOMIC_ACQUIRE) != 0) return TSL_NPU_ERR_CANCELLED;
-        if (p->idle && p->now_ns(p->ctx) - t0 > TSL_NPU_FENCE_SPIN_NS) p->idle(p->ctx);
+        const uint64_t waited = p->now_ns(p->ctx) - t0;
+        if (waited < TSL_NPU_FENCE_SPIN_NS) continue;
+        if (waited < TSL_NPU_FENCE_YIELD_NS && p->yield) p->yield(p->ctx);
+        else if (p->idle) p->idle(p->ctx);
     }
 }

@@ -140,6 +140,11 @@ static void posix_idle(void* ctx) {
     nanosleep(&ms, NULL);
 }
 
+static void posix_yield(void* ctx) {
+    (void)ctx;
+    sched_yield();
+}
+
 static void* posix_scratch(void* ctx, uint64_t* bytes) {
     const posix_pool* pool = (const posix_pool*)ctx;
     *bytes = pool->scratch_bytes;
@@ -515,6 +520,7 @@ int32_t tsl_npu_posix_platform_create(uint32_t n_threads, uint64_t vtcm_bytes, t
     out->cycles = posix_cycles;
     out->parallel = posix_parallel;
     out->idle = posix_idle;
+    out->yield = posix_yield;
     out->scratch = posix_scratch;
     out->dma_start = posix_dma_start;
     out->dma_wait = posix_dma_wait;
