@@ -102,6 +102,17 @@ public:
         synchronize();
         t.buffer->get_tensor(t, dst, offset, size);
     }
+    /// Copies all bytes of `src` (produced on stream `src_stream`) into `dst` (as many bytes, read by
+    /// this stream), after the work queued on src_stream so far and before the work queued here
+    /// later, without the host waiting or staging the bytes. Returns false, having done nothing,
+    /// when this pair of streams or tensors cannot (the caller copies through host memory then).
+    /// Default: false.
+    virtual bool cpy_tensor_async(Backend& src_stream, const Tensor& src, Tensor& dst) {
+        (void)src_stream;
+        (void)src;
+        (void)dst;
+        return false;
+    }
     /// Reorders `nodes` for speed without changing any result (default: keeps the order). The
     /// scheduler calls it on each split's nodes (views included) once per allocation, before it
     /// plans compute memory: only leaves (weights, caches) have buffers then.

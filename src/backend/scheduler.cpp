@@ -238,7 +238,9 @@ void Scheduler::compute() {
         if (mixed) cpu_->set_idle(s.backend != cpu_);
         if (i > 0) s.backend->event_wait(*events_[i - 1]);
         for (auto& [src, copy] : s.copies) {
-            if (Backend* producer = backend_of(*src)) producer->synchronize();
+            Backend* producer = backend_of(*src);
+            if (producer && s.backend->cpy_tensor_async(*producer, *src, *copy)) continue;  // device to device
+            if (producer) producer->synchronize();
             const size_t n = src->n_bytes();
             if (copy_bytes_.size() < n) copy_bytes_.resize(n);
             src->buffer->get_tensor(*src, copy_bytes_.data(), 0, n);

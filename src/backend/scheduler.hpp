@@ -25,6 +25,8 @@
 //     with TESSEL_NPU_HOSTBUF=1), so that device reads the CPU's results without copies.
 // compute() then runs the splits in order; each split waits for the event of the split before
 // it, copies its inputs, computes, and records its own event. It returns when all are done.
+// An input computed by another split's backend is copied device to device when the split's
+// backend takes it (Backend::cpy_tensor_async: NPU to NPU), else through host memory.
 // While an accelerator's split runs, the CPU backend is told it is idle (Backend::set_idle), so
 // its workers sleep rather than spin.
 #pragma once

@@ -274,6 +274,42 @@ TEST_P(NpuSession, EventWaitOnAnotherSessionIsAFenceWaitOnItsDevice) {
     b1->synchronize();
 }
 
+TEST_P(NpuSession, CopiesBetweenStreamsAreOrderedWithoutTheHost) {
+    NpuDevice dev0("NPU0", test_config(GetParam())), dev1("NPU1", test_config(GetParam()));
+    auto b0 = dev0.init_backend({});
+    auto b1 = dev1.init_backend({});
+    Graph g0(dev0, 4 << 20), g1(dev1, 4 << 20);
+    // NPU0 squares x three times (y); NPU1 copies y into c, then adds c to itself.
+    Tensor& x = g0.leaf({100000});
+    Graph::fill(x, 1.0f);
+    Tensor* y = &x;
+    std::vector<Tensor*> chain;
+    for (int i = 0; i < 3; ++i) chain.push_back(y = &g0.node(Op::MUL, *y, y));
+    Tensor& c = g1.leaf({100000});
+    Tensor& z = g1.node(Op::ADD, c, &c);
+    b0->graph_compute(chain);
+    ASSERT_TRUE(b1->cpy_tensor_async(*b0, *y, c));
+    b1->graph_compute({&z});
+    b1->synchronize();  // NPU0 never synchronized by the host
+    const std::vector<float> vx = Graph::read(x), vz = Graph::read(z);
+    size_t bad = 0;
+    for (size_t i = 0; i < vx.size(); ++i) {
+        const float x2 = vx[i] * vx[i], x4 = x2 * x2, x8 = x4 * x4;
+        bad += vz[i] != x8 + x8;
+    }
+    EXPECT_EQ(bad, 0u);
+    // Within one session: a plain copy op in stream order.
+    Tensor& c0 = g0.leaf({100000});
+    Tensor& w = g0.node(Op::ADD, c0, &x);
+    ASSERT_TRUE(b0->cpy_tensor_async(*b0, x, c0));
+    b0->graph_compute({&w});
+    b0->synchronize();
+    EXPECT_EQ(Graph::read(w)[99999], 2 * vx[99999]);
+    // Sizes that differ: nothing done, the caller copies through the host.
+    Tensor& small = g1.leaf({10});
+    EXPECT_FALSE(b1->cpy_tensor_async(*b0, x, small));
+}
+
 TEST_P(NpuSession, OperandOutsideNpuMemoryIsAnError) {
     NpuDevice dev("NPU0", test_config(GetParam()));
     auto backend = dev.init_backend({});

@@ -66,7 +66,16 @@ public:
     void graph_optimize(std::vector<Tensor*>& nodes) override {
         if (optimize) optimize(nodes);
     }
+    /// With device_copies: takes every copy the scheduler offers (the bytes are host memory here).
+    bool cpy_tensor_async(Backend& from, const Tensor& src, Tensor& dst) override {
+        if (!device_copies) return false;
+        copied_from.push_back(&from);
+        std::memcpy(dst.data, src.data, src.n_bytes());
+        return true;
+    }
     int events_recorded = 0;
+    bool device_copies = false;
+    std::vector<Backend*> copied_from;
     std::vector<Tensor*> computed;
     std::function<void(std::vector<Tensor*>&)> optimize;  // graph_optimize's reorder (none: keep)
 
@@ -183,6 +192,24 @@ TEST(Scheduler, AcceleratorTakesWhatItSupportsAndCpuTakesTheRest) {
     s.compute();
     EXPECT_EQ(static_cast<FakeBackend*>(fb.get())->computed.size(), 2u);
     EXPECT_EQ(sg.result(), run_cpu_only());  // bit-identical: same reference kernels
+}
+
+TEST(Scheduler, ADeviceThatCopiesFromTheProducerSkipsTheHostStaging) {
+    FakeDevice fake({Op::ADD});
+    auto fb = fake.init_backend({});
+    auto* fake_stream = static_cast<FakeBackend*>(fb.get());
+    fake_stream->device_copies = true;
+    auto cpu = cpu::cpu_device().init_backend({2});
+    SmallGraph sg;
+    Scheduler s({fb.get(), cpu.get()});
+    s.allocate(sg.g);
+    sg.set_inputs();
+    s.compute();
+    // Only s1 (computed by the CPU) reaches the second ADD by a device copy; host inputs have no
+    // producing stream, and the CPU takes no device copies: those go through host memory.
+    ASSERT_EQ(fake_stream->copied_from.size(), 1u);
+    EXPECT_EQ(fake_stream->copied_from[0], cpu.get());
+    EXPECT_EQ(sg.result(), run_cpu_only());
 }
 
 // The CPU backend, recording what the scheduler tells it about idleness.

@@ -270,6 +270,26 @@ void NpuBackend::enqueue(uint32_t opcode, const std::string& name, const std::ve
     batch_.add(opcode, name, srcs, dsts, params);
 }
 
+bool NpuBackend::cpy_tensor_async(Backend& src_stream, const Tensor& src, Tensor& dst) {
+    auto* from = dynamic_cast<NpuBackend*>(&src_stream);
+    const NpuBuffer* src_buf = npu_buffer_of(src);
+    const NpuBuffer* dst_buf = npu_buffer_of(dst);
+    if (!from || !src_buf || !dst_buf || tiled_of(src) || tiled_of(dst) || !src.is_contiguous() || !dst.is_contiguous() ||
+        src.n_bytes() != dst.n_bytes())
+        return false;
+    src_buf->map_on(from->session_);
+    dst_buf->map_on(from->session_);
+    from->enqueue(TSL_NPU_OP_MEMCPY, "CPY_TENSOR", {operand(src)}, {operand(dst)}, nullptr);
+    if (&from->session_ == &session_) {
+        from->flush();  // one device runs its batches in order
+        return true;
+    }
+    NpuEvent copied;
+    from->event_record(copied);
+    event_wait(copied);
+    return true;
+}
+
 void NpuBackend::event_wait(Event& e) {
     auto* ev = dynamic_cast<NpuEvent*>(&e);
     if (!ev) return e.synchronize();

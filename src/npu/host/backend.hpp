@@ -62,6 +62,11 @@ public:
     /// "npu_<OP>" for a node the last graph_compute sent to the device (a fused op's name, e.g.
     /// "npu_RMS_NORM+MUL", for each of its nodes), else "".
     std::string kernel_name(const Tensor& t) const override;
+    /// From another NPU stream, both tensors plain (not tiled), contiguous and in NPU memory: a
+    /// MEMCPY op on the producer's stream, behind its work (this stream's buffer mapped there);
+    /// when the producer is another session, a fence it records and this device waits for
+    /// (FENCE_WAIT). Otherwise false.
+    bool cpy_tensor_async(Backend& src_stream, const Tensor& src, Tensor& dst) override;
     /// Queues a FENCE op storing e's value in one of this session's fence slots and sends the batch.
     /// Another device's event is completed on the host: this stream is synchronized.
     void event_record(Event& e) override;
