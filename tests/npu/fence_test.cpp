@@ -5,8 +5,10 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "npu/device/device.h"
 #include "npu/host/device.hpp"
@@ -63,6 +65,44 @@ TEST_P(NpuFence, WaitHoldsTheDeviceUntilThePeerStoresTheFence) {
     // A value already reached passes at once.
     s1.submit(fence_batch(s1, TSL_NPU_OP_FENCE_WAIT, s0.fence_operand(), 3, 9));
     s1.synchronize();
+}
+
+TEST_P(NpuFence, APeerThatClosesFirstLeavesNoStaleMappingBehind) {
+    NpuDevice reader("NPU1", fence_config(GetParam(), 1000));
+    Session& s1 = reader.session();
+    int old_fd = -1;
+    size_t fence_bytes = 0;
+    {
+        NpuDevice peer("NPU0", fence_config(GetParam()));
+        Session& s0 = peer.session();
+        s1.map_peer_fences(s0);
+        old_fd = s0.fences().fd();
+        fence_bytes = s0.fences().size();
+        s0.submit(fence_batch(s0, TSL_NPU_OP_FENCE, s0.fence_operand(), 5, 1));
+        s0.synchronize();
+        s1.submit(fence_batch(s1, TSL_NPU_OP_FENCE_WAIT, s0.fence_operand(), 5, 1));
+        s1.synchronize();
+    }
+    // A new buffer of the same size that gets the closed peer's fd number: NPU1 must map it afresh,
+    // not find the peer's old pages under that number.
+    std::vector<std::unique_ptr<ShmBuffer>> probes;
+    ShmBuffer* same = nullptr;
+    for (int i = 0; i < 32 && !same; ++i) {
+        probes.push_back(std::make_unique<ShmBuffer>("probe", fence_bytes));
+        if (probes.back()->fd() == old_fd) same = probes.back().get();
+    }
+    ASSERT_NE(same, nullptr) << "no new buffer got fd " << old_fd;
+    s1.map(*same, TSL_NPU_BUF_FENCE);
+    __atomic_store_n(reinterpret_cast<uint64_t*>(same->data() + 5 * TSL_NPU_FENCE_SLOT_BYTES), uint64_t{7}, __ATOMIC_RELEASE);
+    Tensor view;
+    view.set_shape(DType::I32, {static_cast<int64_t>(fence_bytes / 4)});
+    Operand o;
+    o.tensor = &view;
+    o.buffer = same;
+    o.buffer_flags = TSL_NPU_BUF_FENCE;
+    o.size = same->size();
+    s1.submit(fence_batch(s1, TSL_NPU_OP_FENCE_WAIT, o, 5, 7));
+    EXPECT_NO_THROW(s1.synchronize());
 }
 
 TEST_P(NpuFence, AWaitThatNeverEndsIsCancelledAtTheTimeout) {

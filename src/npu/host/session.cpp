@@ -1,7 +1,6 @@
 #include "npu/host/session.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 
 #include "core/log.hpp"
@@ -12,8 +11,6 @@
 namespace tessel::npu {
 
 Session::Session(const std::string& name, const Config& cfg) : name_(name), cfg_(cfg) {
-    static std::atomic<uint64_t> next_id{1};
-    id_ = next_id++;
     link_ = open_link(link_options(cfg_, name_));
     hwinfo_ = link_->hwinfo();
     if (hwinfo_.proto_version != TSL_NPU_PROTO_VERSION)
@@ -41,7 +38,24 @@ Session::Session(const std::string& name, const Config& cfg) : name_(name), cfg_
                      hwinfo_.n_threads, static_cast<unsigned long long>(hwinfo_.vtcm_bytes));
 }
 
+namespace {
+
+// Guards every session's fence_peers_ / fence_readers_ (the pairs are updated together).
+std::mutex g_fence_peers_mu;
+
+}  // namespace
+
 Session::~Session() {
+    {
+        // The devices that read this session's fences forget them (a later buffer with the same fd
+        // must not meet a stale mapping there); the peers whose fences this one read forget it.
+        std::lock_guard peers(g_fence_peers_mu);
+        for (Session* reader : fence_readers_) {
+            if (fences_) reader->unmap(*fences_);
+            std::erase(reader->fence_peers_, this);
+        }
+        for (Session* peer : fence_peers_) std::erase(peer->fence_readers_, this);
+    }
     // Reverse order of construction; a failed device is not waited for again.
     std::lock_guard lock(mu_);
     if (status_ == TSL_NPU_OK && queue_) {
@@ -180,14 +194,16 @@ Operand Session::fence_operand() const {
     return o;
 }
 
-void Session::map_peer_fences(const Session& peer) {
+void Session::map_peer_fences(Session& peer) {
     {
-        std::lock_guard lock(mu_);
-        if (std::find(peer_fences_.begin(), peer_fences_.end(), peer.id()) != peer_fences_.end()) return;
+        std::lock_guard lock(g_fence_peers_mu);
+        if (std::find(fence_peers_.begin(), fence_peers_.end(), &peer) != fence_peers_.end()) return;
     }
     map(peer.fences(), TSL_NPU_BUF_FENCE);
-    std::lock_guard lock(mu_);
-    peer_fences_.push_back(peer.id());
+    std::lock_guard lock(g_fence_peers_mu);
+    if (std::find(fence_peers_.begin(), fence_peers_.end(), &peer) != fence_peers_.end()) return;
+    fence_peers_.push_back(&peer);
+    peer.fence_readers_.push_back(this);
 }
 
 uint64_t Session::fence_value(uint32_t slot) const {

@@ -82,10 +82,9 @@ public:
     /// Value the device last stored in fence slot `slot`. Each slot's values only grow.
     uint64_t fence_value(uint32_t slot) const;
     /// Makes `peer`'s fence buffer known to this device (once per peer session), so that a
-    /// FENCE_WAIT op here can read a fence the peer's device stores. Throws like map().
-    void map_peer_fences(const Session& peer);
-    /// A number no other session of this process has (peers are told apart by it).
-    uint64_t id() const { return id_; }
+    /// FENCE_WAIT op here can read a fence the peer's device stores; when `peer` closes first, it
+    /// unmaps its fences here. Throws like map().
+    void map_peer_fences(Session& peer);
 
 private:
     void fail(int32_t status, const std::string& detail);
@@ -102,8 +101,8 @@ private:
     Tensor fence_view_;
     uint32_t n_fence_slots_ = 64, next_fence_ = 0;
     uint64_t fence_value_ = 0;
-    std::vector<uint64_t> peer_fences_;  // ids of the sessions whose fence buffers are mapped here
-    uint64_t id_ = 0;
+    std::vector<Session*> fence_peers_;    // sessions whose fence buffers are mapped here
+    std::vector<Session*> fence_readers_;  // sessions that mapped this one's fence buffer
     int32_t status_ = TSL_NPU_OK;
     std::string error_;
     mutable std::mutex mu_;
