@@ -230,7 +230,11 @@ TEST_P(NpuSession, EventsAreFenceSlots) {
 }
 
 TEST_P(NpuSession, EventWaitOnAnotherSessionIsAFenceWaitOnItsDevice) {
-    NpuDevice dev0("NPU0", test_config(GetParam())), dev1("NPU1", test_config(GetParam()));
+    // NPU1's wait lasts as long as NPU0's matmuls: seconds under ThreadSanitizer, past the usual
+    // 2 s test timeout (a wait that beats no heartbeat is a stall after the timeout).
+    Config cfg = test_config(GetParam());
+    cfg.timeout_ms = 30000;
+    NpuDevice dev0("NPU0", cfg), dev1("NPU1", cfg);
     auto b0 = dev0.init_backend({});
     auto b1 = dev1.init_backend({});
     Graph g0(dev0, 8 << 20), g1(dev1);
