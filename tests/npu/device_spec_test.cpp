@@ -38,7 +38,9 @@ TEST(DeviceString, CountsArePhysicalDevicesFromNpu0) {
 TEST(DeviceString, ListsSessionsAndGroups) {
     EXPECT_EQ(describe(parse_device_string("NPU0,NPU1")), "NPU0=0:0;NPU1=1:0");
     EXPECT_EQ(describe(parse_device_string(" NPU2 , NPU0 ")), "NPU2=2:0;NPU0=0:0");  // any order, blanks ignored
-    EXPECT_EQ(describe(parse_device_string("NPU0:1,NPU0:0")), "NPU0:1=0:1;NPU0:0=0:0");
+    EXPECT_EQ(describe(parse_device_string("NPU0:1,NPU0:0")), "NPU0:1=0:1;NPU0=0:0");  // session 0 is the device's name
+    EXPECT_EQ(describe(parse_device_string("NPU02,NPU3:01")), "NPU2=2:0;NPU3:1=3:1");  // one name per session
+    EXPECT_EQ(describe(parse_device_string("NPU0,NPU1\n")), "NPU0=0:0;NPU1=1:0");    // a line end (from a file)
     EXPECT_EQ(describe(parse_device_string("NPU[0-1]")), "NPU[0-1]=0:0,1:0");
     EXPECT_EQ(describe(parse_device_string("NPU[0,2]")), "NPU[0,2]=0:0,2:0");
     EXPECT_EQ(describe(parse_device_string("NPU[3,0-1]")), "NPU[3,0-1]=3:0,0:0,1:0");  // rank order as written
@@ -72,10 +74,12 @@ TEST(DeviceString, ErrorsNameTheBadItem) {
     expect_error("NPU0,HTP1", "HTP1", "a name starting with NPU");
     expect_error("NPU0,,NPU1", "", "no empty item");
     expect_error("NPU0,", "", "no empty item");
-    expect_error("NPU", "NPU", "a device index from 0 to 15");
+    expect_error("NPU", "NPU", "a device index from 0 to 15, none given");
+    expect_error("NPU02,NPU2", "NPU2", "session NPU2:0 is already used by 'NPU2'");
+    expect_error("NPU0,NPU0:0", "NPU0:0", "session NPU0:0 is already used by 'NPU0'");
     expect_error("NPU16", "NPU16", "a device index from 0 to 15, not '16'");
     expect_error("NPU-1", "NPU-1", "a device index");
-    expect_error("NPU0:", "NPU0:", "a session index from 0 to 15, not ''");
+    expect_error("NPU0:", "NPU0:", "a session index from 0 to 15, none given");
     expect_error("NPU0:x", "NPU0:x", "a session index");
     expect_error("NPU0:16", "NPU0:16", "a session index");
     expect_error("NPU1,NPU1", "NPU1", "session NPU1:0 is already used by 'NPU1'");
@@ -92,6 +96,17 @@ TEST(DeviceString, ErrorsNameTheBadItem) {
     expect_error("NPU[0,]", "NPU[0,]", "a device index or range");
     expect_error("NPU[0-1:]", "NPU[0-1:]", "a session index");
     expect_error("NPU[0-3],NPU[0-3:1],NPU[0-3:2],NPU[0-3:3],NPU4", "NPU4", "at most 16 sessions");
+    // A long string is shown cut, so the error stays one readable line.
+    std::string long_list;
+    for (int i = 0; i < 100; ++i) long_list += i ? ",NPU0:1" : "NPU0:1";
+    try {
+        parse_device_string(long_list);
+        ADD_FAILURE() << "a repeated session accepted";
+    } catch (const Error& e) {
+        const std::string msg = e.what();
+        EXPECT_LT(msg.size(), 300u) << msg;
+        EXPECT_NE(msg.find("...': item 'NPU0:1': session NPU0:1 is already used"), std::string::npos) << msg;
+    }
 }
 
 /// register_devices() with TESSEL_NPU_DEVICES=`value` (unset afterwards): the names registered.

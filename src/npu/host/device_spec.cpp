@@ -22,13 +22,16 @@ public:
 
 private:
     [[noreturn]] void fail(std::string_view item, const std::string& why) const {
-        std::string msg = std::string(source_) + "='" + std::string(s_) + "': ";
+        // the string as given, cut after kShown characters (an error stays one readable line)
+        constexpr size_t kShown = 120;
+        const std::string shown = s_.size() > kShown ? std::string(s_.substr(0, kShown)) + "..." : std::string(s_);
+        std::string msg = std::string(source_) + "='" + shown + "': ";
         if (!item.empty()) msg += "item '" + std::string(item) + "': ";
         throw Error(ErrorCode::Environment, msg + why);
     }
 
     static std::string_view trim(std::string_view v) {
-        const auto blank = [](char c) { return c == ' ' || c == '\t'; };
+        const auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
         while (!v.empty() && blank(v.front())) v.remove_prefix(1);
         while (!v.empty() && blank(v.back())) v.remove_suffix(1);
         return v;
@@ -67,7 +70,8 @@ private:
     uint32_t index(std::string_view digits, std::string_view item, const char* what) const {
         uint32_t x = 0;
         const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), x);
-        if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size() || x >= kMaxSessions)
+        if (digits.empty()) fail(item, std::string(what) + " from 0 to 15, none given");
+        if (ec != std::errc() || end != digits.data() + digits.size() || x >= kMaxSessions)
             fail(item, std::string(what) + " from 0 to 15, not '" + std::string(digits) + "'");
         return x;
     }
@@ -76,10 +80,9 @@ private:
         if (item.substr(0, 3) != "NPU") fail(item, "a name starting with NPU");
         std::string_view body = item.substr(3);
         DeviceEntry e;
-        e.name.reserve(item.size());
-        for (char c : item)
-            if (c != ' ' && c != '\t') e.name += c;
         if (!body.empty() && body.front() == '[') {
+            for (char c : item)  // a group keeps its name as written, blanks dropped
+                if (c != ' ' && c != '\t') e.name += c;
             if (body.back() != ']') fail(item, "nothing after the group's ']'");
             std::string_view set = body.substr(1, body.size() - 2);
             uint32_t session = 0;
@@ -94,6 +97,13 @@ private:
             const uint32_t device = index(body.substr(0, colon), item, "a device index");
             const uint32_t session = colon == std::string_view::npos ? 0 : index(body.substr(colon + 1), item, "a session index");
             e.members.push_back({device, session});
+            // one name per session: "NPU02" and "NPU2:0" are NPU2
+            e.name = "NPU";
+            e.name += std::to_string(device);
+            if (session) {
+                e.name += ':';
+                e.name += std::to_string(session);
+            }
         }
         for (const SessionRef& m : e.members) {
             for (const DeviceEntry& other : out_)
