@@ -132,16 +132,19 @@ TEST(DeviceString, TheRegistryOffersTheListedDevices) {
     EXPECT_NE(config_error().find("item 'NPU9x'"), std::string::npos) << config_error();
     EXPECT_EQ(registered("1"), std::vector<std::string>{"NPU0"});
     EXPECT_EQ(config_error(), "");
+    EXPECT_EQ(registered("NPU1:2,NPU0,NPU1"), (std::vector<std::string>{"NPU1:2", "NPU0", "NPU1"}));
+    EXPECT_EQ(config_error(), "");
 }
 
-TEST(DeviceString, SessionsAndGroupsAreRefusedUntilTheyRun) {
-    for (const char* s : {"NPU0:1", "NPU[0-1]"}) {
+TEST(DeviceString, GroupsAreRefusedUntilTheyRun) {
+    for (const char* s : {"NPU[0-1]", "NPU0,NPU[1-2:1]"}) {
         setenv("TESSEL_NPU_DEVICES", s, 1);
         try {
             config_from_env();
             ADD_FAILURE() << s << " accepted";
         } catch (const Error& e) {
-            EXPECT_NE(std::string(e.what()).find(std::string("'") + s + "' is not supported yet"), std::string::npos) << e.what();
+            const std::string group = std::string(s).substr(std::string(s).find('['));
+            EXPECT_NE(std::string(e.what()).find("group 'NPU" + group + "' is not supported yet"), std::string::npos) << e.what();
         }
         unsetenv("TESSEL_NPU_DEVICES");
     }

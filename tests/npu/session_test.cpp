@@ -16,6 +16,7 @@
 #include "npu/host/backend.hpp"
 #include "npu/host/device.hpp"
 #include "npu/host/session.hpp"
+#include "npu/f32_tensors.hpp"
 #include "tessel/errors.hpp"
 
 namespace tessel::npu {
@@ -51,16 +52,8 @@ struct Graph {
         t.src[1] = b;
         return t;
     }
-    static void fill(Tensor& t, float base) {
-        std::vector<float> v(static_cast<size_t>(t.n_elements()));
-        for (size_t i = 0; i < v.size(); ++i) v[i] = base + 0.25f * static_cast<float>(i % 97);
-        t.buffer->set_tensor(t, v.data(), 0, v.size() * sizeof(float));
-    }
-    static std::vector<float> read(const Tensor& t) {
-        std::vector<float> v(static_cast<size_t>(t.n_elements()));
-        t.buffer->get_tensor(t, v.data(), 0, v.size() * sizeof(float));
-        return v;
-    }
+    static void fill(Tensor& t, float base) { fill_ramp(t, base); }
+    static std::vector<float> read(const Tensor& t) { return read_f32(t); }
 };
 
 class NpuSession : public ::testing::TestWithParam<LinkKind> {};

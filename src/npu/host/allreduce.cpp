@@ -23,7 +23,9 @@ Communicator::Communicator(std::span<Backend* const> streams) {
         auto* b = dynamic_cast<NpuBackend*>(streams[r]);
         if (!b) bad("rank " + std::to_string(r) + " is not an NPU stream");
         for (NpuBackend* other : ranks_)
-            if (&other->session() == &b->session()) bad("rank " + std::to_string(r) + " repeats session " + b->session().name());
+            if (other->session().shares_device_with(b->session()))
+                bad("rank " + std::to_string(r) + " (" + b->session().name() + ") and " + other->session().name() +
+                    " run on one device runtime, which runs one batch at a time: each rank needs a device of its own");
         ranks_.push_back(b);
     }
     // Every rank's device reads the peers' fences.

@@ -26,7 +26,8 @@ enum class AllReduceMode : uint32_t {
 
 class Communicator {
 public:
-    /// Ranks 0..n-1 are `streams` in order: NPU backends of distinct sessions, 2 to 4 of them.
+    /// Ranks 0..n-1 are `streams` in order: 2 to 4 NPU backends, each on a device runtime of its own
+    /// (not two virtual sessions of one device: it runs one batch at a time, and ranks wait for each other).
     /// Throws tessel::Error(InvalidArgument) naming the problem otherwise.
     explicit Communicator(std::span<Backend* const> streams);
     size_t size() const { return ranks_.size(); }

@@ -280,8 +280,8 @@ bool NpuBackend::cpy_tensor_async(Backend& src_stream, const Tensor& src, Tensor
     src_buf->map_on(from->session_);
     dst_buf->map_on(from->session_);
     from->enqueue(TSL_NPU_OP_MEMCPY, "CPY_TENSOR", {operand(src)}, {operand(dst)}, nullptr);
-    if (&from->session_ == &session_) {
-        from->flush();  // one device runs its batches in order
+    if (from->session_.shares_device_with(session_)) {
+        from->flush();  // one device runtime runs its batches in submission order
         return true;
     }
     NpuEvent copied;
@@ -293,7 +293,8 @@ bool NpuBackend::cpy_tensor_async(Backend& src_stream, const Tensor& src, Tensor
 void NpuBackend::event_wait(Event& e) {
     auto* ev = dynamic_cast<NpuEvent*>(&e);
     if (!ev) return e.synchronize();
-    if (!ev->session_ || ev->session_ == &session_ || ev->query()) return;
+    // Recorded on this device runtime: its FENCE was submitted already, so the runtime runs it first.
+    if (!ev->session_ || ev->session_->shares_device_with(session_) || ev->query()) return;
     session_.map_peer_fences(*ev->session_);
     int32_t params[TSL_NPU_OP_PARAMS];
     fence_params(params, ev->slot_, ev->value_);

@@ -64,13 +64,14 @@ public:
     std::string kernel_name(const Tensor& t) const override;
     /// From another NPU stream, both tensors plain (not tiled), contiguous and in NPU memory: a
     /// MEMCPY op on the producer's stream, behind its work (this stream's buffer mapped there);
-    /// when the producer is another session, a fence it records and this device waits for
-    /// (FENCE_WAIT). Otherwise false.
+    /// when the producer runs on another device runtime, a fence it records and this device waits
+    /// for (FENCE_WAIT). Otherwise false.
     bool cpy_tensor_async(Backend& src_stream, const Tensor& src, Tensor& dst) override;
     /// Queues a FENCE op storing e's value in one of this session's fence slots and sends the batch.
     /// Another device's event is completed on the host: this stream is synchronized.
     void event_record(Event& e) override;
-    /// An event of this session: nothing to do (the device runs its batches in order). Another NPU
+    /// An event of this session or of a virtual session of the same device runtime: nothing to do
+    /// (the runtime runs batches in submission order, and recording sent the event's). Another NPU
     /// session's event: a FENCE_WAIT op on that session's fence slot joins the open batch, so this
     /// device waits for the peer's without the host blocking. Any other event: waited for on the host.
     void event_wait(Event& e) override;

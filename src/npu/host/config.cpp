@@ -35,16 +35,14 @@ uint32_t dma_mode() {
     bad("TESSEL_NPU_DMA", s, "0, 1 or copy");
 }
 
-/// TESSEL_NPU_DEVICES. Virtual sessions and groups parse, but run only once sessions can share a
-/// device runtime and groups can split rows (issue 28): until then they are errors naming the item.
+/// TESSEL_NPU_DEVICES. Groups parse, but run only once a group can split rows: until then a group
+/// is an error naming it.
 std::vector<DeviceEntry> devices() {
     const auto v = env::get("TESSEL_NPU_DEVICES");
     const std::string s = v ? std::string(*v) : "1";
     std::vector<DeviceEntry> out = parse_device_string(s);
-    for (const DeviceEntry& e : out) {
-        if (e.group()) bad("TESSEL_NPU_DEVICES", s, "single devices; the group '" + e.name + "' is not supported yet");
-        if (e.members[0].session != 0) bad("TESSEL_NPU_DEVICES", s, "session 0 of each device; the virtual session '" + e.name + "' is not supported yet");
-    }
+    for (const DeviceEntry& e : out)
+        if (e.group()) bad("TESSEL_NPU_DEVICES", s, "single devices or sessions; the group '" + e.name + "' is not supported yet");
     return out;
 }
 

@@ -1,5 +1,6 @@
 #include "npu/host/device.hpp"
 
+#include <map>
 #include <regex>
 
 #include "backend/registry.hpp"
@@ -23,8 +24,8 @@ struct NpuDevice::OpFilter {
     std::regex re;
 };
 
-NpuDevice::NpuDevice(std::string name, const Config& cfg)
-    : name_(std::move(name)), cfg_(cfg), device_buft_(*this, false), host_buft_(*this, true) {
+NpuDevice::NpuDevice(std::string name, const Config& cfg, std::shared_ptr<SharedDevice> shared)
+    : name_(std::move(name)), cfg_(cfg), device_buft_(*this, false), host_buft_(*this, true), shared_(std::move(shared)) {
     if (!cfg_.opfilter.empty()) opfilter_ = std::make_unique<OpFilter>(OpFilter{std::regex(cfg_.opfilter)});
 }
 
@@ -42,7 +43,7 @@ Session& NpuDevice::session() {
     if (!open_error_.empty()) throw Error(ErrorCode::Device, open_error_);
     if (!session_) {
         try {
-            session_ = std::make_unique<Session>(name_, cfg_);
+            session_ = std::make_unique<Session>(name_, cfg_, shared_.get());
         } catch (const Error& e) {
             open_error_ = e.what();
             throw;
@@ -96,7 +97,16 @@ void register_devices(Registry& registry) {
         registry.add(std::make_unique<NpuDevice>("NPU0", Config{}));
         return;
     }
-    for (const DeviceEntry& e : cfg.devices) registry.add(std::make_unique<NpuDevice>(e.name, cfg));
+    // One device runtime per physical device that has several sessions, shared by them.
+    std::map<uint32_t, uint32_t> sessions;
+    for (const DeviceEntry& e : cfg.devices) ++sessions[e.members[0].device];
+    std::map<uint32_t, std::shared_ptr<SharedDevice>> shared;
+    for (const auto& [device, n] : sessions)
+        if (n > 1) shared[device] = std::make_shared<SharedDevice>("NPU" + std::to_string(device), n);
+    for (const DeviceEntry& e : cfg.devices) {
+        const auto it = shared.find(e.members[0].device);
+        registry.add(std::make_unique<NpuDevice>(e.name, cfg, it != shared.end() ? it->second : nullptr));
+    }
 }
 
 }  // namespace tessel::npu

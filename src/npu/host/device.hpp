@@ -16,6 +16,7 @@
 #include "npu/host/buffer.hpp"
 #include "npu/host/config.hpp"
 #include "npu/host/plan.hpp"
+#include "npu/link/shared_link.hpp"
 
 namespace tessel {
 class Registry;
@@ -27,8 +28,9 @@ class Session;
 
 class NpuDevice final : public Device {
 public:
-    /// Device `name` ("NPU<p>") under `cfg`; opens nothing yet.
-    NpuDevice(std::string name, const Config& cfg);
+    /// Device `name` ("NPU<p>", "NPU<p>:<v>") under `cfg`; opens nothing yet. With `shared`, its
+    /// session is a virtual session of that device runtime (shared_link.hpp), else it has its own.
+    NpuDevice(std::string name, const Config& cfg, std::shared_ptr<SharedDevice> shared = nullptr);
     ~NpuDevice() override;
 
     std::string name() const override { return name_; }
@@ -75,11 +77,13 @@ private:
     std::unique_ptr<OpFilter> opfilter_;
     NpuBufferType device_buft_, host_buft_;
     mutable std::mutex mu_;
+    std::shared_ptr<SharedDevice> shared_;
     std::unique_ptr<Session> session_;
     std::string open_error_;
 };
 
-/// Adds the devices of TESSEL_NPU_DEVICES (default NPU0) to `registry`. A bad TESSEL_NPU_* value
+/// Adds the devices of TESSEL_NPU_DEVICES (default NPU0) to `registry`; the sessions of one physical
+/// device named more than once (NPU0,NPU0:1) share its device runtime. A bad TESSEL_NPU_* value
 /// registers no device and is reported by the first use (see config_error()).
 void register_devices(Registry& registry);
 

@@ -10,8 +10,8 @@
 
 namespace tessel::npu {
 
-Session::Session(const std::string& name, const Config& cfg) : name_(name), cfg_(cfg) {
-    link_ = open_link(link_options(cfg_, name_));
+Session::Session(const std::string& name, const Config& cfg, SharedDevice* shared) : name_(name), cfg_(cfg), shared_(shared) {
+    link_ = shared ? shared->attach(link_options(cfg_, name_)) : open_link(link_options(cfg_, name_));
     hwinfo_ = link_->hwinfo();
     if (hwinfo_.proto_version != TSL_NPU_PROTO_VERSION)
         throw Error(ErrorCode::Device, name_ + ": the device speaks protocol version " + std::to_string(hwinfo_.proto_version) +
@@ -33,9 +33,10 @@ Session::Session(const std::string& name, const Config& cfg) : name_(name), cfg_
     if (const int32_t st = link_->map(*fences_, TSL_NPU_BUF_FENCE); st != TSL_NPU_OK)
         throw Error(ErrorCode::Device, name_ + ": the device did not map the fence buffer (" + tsl_npu_status_name(st) + ")");
     if (cfg_.verbose)
-        tessel::logf(LogLevel::Debug, "npu: %s session open: %s, %s link, protocol %u, %u threads, vtcm %llu bytes", name_.c_str(),
+        tessel::logf(LogLevel::Debug, "npu: %s session open: %s, %s link, protocol %u, %u threads, vtcm %llu bytes%s%s", name_.c_str(),
                      hwinfo_.name, link_->kind() == LinkKind::Process ? "process" : "inproc", hwinfo_.proto_version,
-                     hwinfo_.n_threads, static_cast<unsigned long long>(hwinfo_.vtcm_bytes));
+                     hwinfo_.n_threads, static_cast<unsigned long long>(hwinfo_.vtcm_bytes), shared ? ", device runtime shared with " : "",
+                     shared ? shared->name().c_str() : "");
 }
 
 namespace {

@@ -16,6 +16,7 @@
 #include "npu/host/opbatch.hpp"
 #include "npu/host/opqueue.hpp"
 #include "npu/link/link.hpp"
+#include "npu/link/shared_link.hpp"
 #include "npu/link/shm.hpp"
 
 namespace tessel::npu {
@@ -32,9 +33,11 @@ inline void fence_params(int32_t (&params)[TSL_NPU_OP_PARAMS], uint32_t slot, ui
 
 class Session {
 public:
-    /// Opens device `name` ("NPU0", ...) under `cfg`. Throws tessel::Error(Io) when the link cannot
-    /// be opened and tessel::Error(Device) when the device speaks another protocol version.
-    Session(const std::string& name, const Config& cfg);
+    /// Opens device `name` ("NPU0", "NPU0:1", ...) under `cfg`: a device runtime of its own, or with
+    /// `shared`, a virtual session of that device runtime (shared_link.hpp). Throws tessel::Error(Io)
+    /// when the link cannot be opened and tessel::Error(Device) when the device speaks another
+    /// protocol version.
+    Session(const std::string& name, const Config& cfg, SharedDevice* shared = nullptr);
     ~Session();
     Session(const Session&) = delete;
     Session& operator=(const Session&) = delete;
@@ -43,6 +46,11 @@ public:
     const Config& config() const { return cfg_; }
     const tsl_npu_hwinfo& hwinfo() const { return hwinfo_; }
     LinkKind link_kind() const { return link_->kind(); }
+    /// True when both sessions are served by one device runtime (virtual sessions of one physical
+    /// device, or the same session): it runs their batches in submission order.
+    bool shares_device_with(const Session& other) const {
+        return &other == this || (shared_ != nullptr && other.shared_ == shared_);
+    }
     BatchLimits limits() const;
 
     /// Makes `buf` known to the device. Throws tessel::Error(Device) when the device refuses.
@@ -93,6 +101,7 @@ private:
 
     std::string name_;
     Config cfg_;
+    const SharedDevice* shared_ = nullptr;
     std::unique_ptr<Link> link_;
     tsl_npu_hwinfo hwinfo_{};
     std::unique_ptr<OpQueue> queue_;
