@@ -46,6 +46,55 @@ std::vector<DeviceEntry> devices() {
     return out;
 }
 
+/// TESSEL_NPU_CPUS: CPU lists ("0-3,6") separated by ';', one for every device or one per physical
+/// device index (each device of `devices` must have one); every CPU must be one this process may use.
+std::vector<CpuSet> cpu_sets(const std::vector<DeviceEntry>& devices) {
+    const auto v = env::get("TESSEL_NPU_CPUS");
+    if (!v) return {};
+    const std::string s(*v);
+    const CpuSet allowed = CpuSet::allowed();
+    const std::string expected = "CPU lists such as 0-1 or 0-1;2-3 (one per physical device), CPUs this process may use (" +
+                                 allowed.text() + ")";
+    std::vector<CpuSet> sets;
+    size_t start = 0;
+    for (;;) {
+        const size_t semi = s.find(';', start);
+        const std::string list = s.substr(start, semi == std::string::npos ? std::string::npos : semi - start);
+        CpuSet set;
+        size_t i = 0;
+        auto num = [&](uint32_t& out) {
+            const auto [end, ec] = std::from_chars(list.data() + i, list.data() + list.size(), out);
+            if (ec != std::errc() || end == list.data() + i) bad("TESSEL_NPU_CPUS", s, expected);
+            i = static_cast<size_t>(end - list.data());
+        };
+        while (i < list.size() || set.empty()) {
+            uint32_t lo = 0, hi = 0;
+            num(lo);
+            hi = lo;
+            if (i < list.size() && list[i] == '-') {
+                ++i;
+                num(hi);
+            }
+            if (hi < lo || hi >= CpuSet::kMaxCpus) bad("TESSEL_NPU_CPUS", s, expected);
+            for (uint32_t c = lo; c <= hi; ++c) {
+                if (!allowed.has(c)) bad("TESSEL_NPU_CPUS", s, expected + "; CPU " + std::to_string(c) + " is not one of them");
+                set.add(c);
+            }
+            if (i < list.size() && list[i++] != ',') bad("TESSEL_NPU_CPUS", s, expected);
+            if (i == list.size() && list.back() == ',') bad("TESSEL_NPU_CPUS", s, expected);
+        }
+        sets.push_back(set);
+        if (semi == std::string::npos) break;
+        start = semi + 1;
+    }
+    if (sets.size() > 1)
+        for (const DeviceEntry& e : devices)
+            for (const SessionRef& m : e.members)
+                if (m.device >= sets.size())
+                    bad("TESSEL_NPU_CPUS", s, expected + "; device NPU" + std::to_string(m.device) + " has no list");
+    return sets;
+}
+
 uint32_t fault_mode() {
     const auto v = env::get("TESSEL_NPU_FAULT");
     if (!v) return TSL_NPU_FAULT_NONE;
@@ -115,6 +164,7 @@ uint32_t op_fusion() {
 Config config_from_env() {
     Config c;
     c.devices = devices();
+    c.cpus = cpu_sets(c.devices);
     if (const auto v = env::get("TESSEL_NPU_LINK")) {
         const std::string s(*v);
         if (s == "inproc") c.link = LinkKind::InProcess;
@@ -166,6 +216,18 @@ LinkOptions link_options(const Config& cfg, const std::string& name) {
     o.fault = cfg.fault == TSL_NPU_FAULT_BAD_DESC ? uint32_t{TSL_NPU_FAULT_NONE} : cfg.fault;  // bad-desc is the host's
     o.device_exe = cfg.device_exe;
     o.name = name;
+    if (cfg.cpus.size() == 1) o.cpus = cfg.cpus[0];
+    if (cfg.cpus.size() > 1) {
+        uint32_t device = 0;
+        try {
+            device = parse_device_string(name, "device").at(0).members.at(0).device;
+        } catch (const Error&) {
+            throw Error(ErrorCode::InvalidArgument, name + ": not a device name, so no TESSEL_NPU_CPUS list is its");
+        }
+        if (device >= cfg.cpus.size())
+            throw Error(ErrorCode::InvalidArgument, name + ": TESSEL_NPU_CPUS has no list for device NPU" + std::to_string(device));
+        o.cpus = cfg.cpus[device];
+    }
     return o;
 }
 

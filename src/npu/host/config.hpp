@@ -36,12 +36,15 @@ struct Config {
     uint32_t opfusion = 0xe;         ///< TESSEL_NPU_OPFUSION: enabled fusion kinds, FusionKind bits (fusion.hpp; 1 in the variable = all)
     uint32_t fault = 0;              ///< TESSEL_NPU_FAULT: none|status|seq|hang|die|bad-desc|stuck (tests)
     std::string device_exe;          ///< TESSEL_NPU_DEVICE_EXE: the tessel binary for the process link
+    std::vector<CpuSet> cpus;        ///< TESSEL_NPU_CPUS: none (anywhere), one set for every device, or one per physical device index
 };
 
 /// Reads the TESSEL_NPU_* variables. Throws tessel::Error(Environment) on a bad value.
 Config config_from_env();
 
-/// The link options a session of device `name` opens with under `cfg`.
+/// The link options a session of device `name` ("NPU<p>" or "NPU<p>:<v>") opens with under `cfg`:
+/// with several TESSEL_NPU_CPUS sets, the set of physical device p. Throws
+/// tessel::Error(InvalidArgument) when sets are configured and `name` names no device, or p has none.
 LinkOptions link_options(const Config& cfg, const std::string& name);
 
 /// Records the running tessel executable (set by the CLI's main); the process link starts it when

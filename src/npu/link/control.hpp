@@ -30,8 +30,9 @@ struct ControlMsg {
     uint32_t poll;        ///< Start: 1 = the device loop spins on the request ring
     uint32_t reserved;
     tsl_npu_hwinfo hwinfo;  ///< Start's answer
+    uint64_t cpus[4];       ///< Start: CPUs 0..255 the device's threads run on (bit c of word c / 64); none set: anywhere
 };
-static_assert(sizeof(ControlMsg) == 112, "control message layout");
+static_assert(sizeof(ControlMsg) == 144, "control message layout");
 
 /// Sends `msg` with `fd` attached (fd < 0: none). Never raises SIGPIPE. Returns false (errno set)
 /// when the socket refuses, e.g. EPIPE once the peer has gone.

@@ -47,8 +47,9 @@ tsl_npu_batch_rsp run_batch(tsl_npu_device& device, ControlPage& control, const 
 
 }  // namespace
 
-HostedDevice::HostedDevice(const std::string& name, uint32_t n_threads, uint64_t vtcm_bytes, uint32_t fault)
+HostedDevice::HostedDevice(const std::string& name, uint32_t n_threads, uint64_t vtcm_bytes, uint32_t fault, const CpuSet& cpus)
     : device_(std::make_unique<tsl_npu_device>()) {
+    ScopedAffinity pin(cpus, name);  // the workers inherit it
     if (tsl_npu_posix_platform_create(n_threads, vtcm_bytes, &platform_) != TSL_NPU_OK)
         throw Error(ErrorCode::Io, name + ": the device runtime cannot start " + std::to_string(n_threads) +
                                        " threads with " + std::to_string(vtcm_bytes) + " bytes of VTCM");

@@ -10,6 +10,7 @@
 
 #include "npu/device/device.h"
 #include "npu/device/platform_posix.h"
+#include "npu/link/cpu_set.hpp"
 #include "npu/link/ring.hpp"
 
 namespace tessel::npu {
@@ -18,9 +19,10 @@ namespace tessel::npu {
 /// tsl_npu_device it serves, with the mutex that makes map/unmap/run one-at-a-time (device.h).
 class HostedDevice {
 public:
-    /// Starts n_threads workers and initialises the device with vtcm_bytes and `fault`.
-    /// Throws tessel::Error(Io) naming `name` when the platform cannot start its threads.
-    HostedDevice(const std::string& name, uint32_t n_threads, uint64_t vtcm_bytes, uint32_t fault);
+    /// Starts n_threads workers (pinned to `cpus` unless empty) and initialises the device with
+    /// vtcm_bytes and `fault`. Throws tessel::Error(Io) naming `name` when the platform cannot
+    /// start its threads or pin them.
+    HostedDevice(const std::string& name, uint32_t n_threads, uint64_t vtcm_bytes, uint32_t fault, const CpuSet& cpus);
     ~HostedDevice();  ///< unmaps every buffer, stops the workers
     HostedDevice(const HostedDevice&) = delete;
     HostedDevice& operator=(const HostedDevice&) = delete;

@@ -110,9 +110,12 @@ int device_process_main(int sock) {
     Region region;
     if (mapping.base() == nullptr || !Region::attach(mapping.base(), start.size, &region))
         return refuse("the ring region from the host cannot be mapped or is malformed");
+    const CpuSet cpus = CpuSet::from_words({start.cpus[0], start.cpus[1], start.cpus[2], start.cpus[3]});
     std::unique_ptr<HostedDevice> hosted;
+    std::unique_ptr<ScopedAffinity> pin;  // the batch thread inherits it
     try {
-        hosted = std::make_unique<HostedDevice>("device", start.n_threads, start.vtcm_bytes, start.fault);
+        hosted = std::make_unique<HostedDevice>("device", start.n_threads, start.vtcm_bytes, start.fault, cpus);
+        pin = std::make_unique<ScopedAffinity>(cpus, "device");
     } catch (const Error& e) {
         return refuse(e.what());
     }
@@ -122,6 +125,7 @@ int device_process_main(int sock) {
     std::atomic_ref<uint32_t>(region.control->alive).store(1, std::memory_order_release);
     std::thread batches(run_device_loop, std::ref(hosted->device()), region, std::ref(hosted->mutex()),
                         start.poll != 0, DieAction::ExitProcess);
+    pin.reset();
     if (send_control(sock, answer, -1)) serve_control(sock, *hosted);
     // The host shut us down or went away: end the running batch, stop the loop.
     std::atomic_ref<uint32_t>(region.control->cancel).store(1, std::memory_order_release);

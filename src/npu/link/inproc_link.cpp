@@ -43,7 +43,7 @@ struct AbandonMark {
 // lets go last when it joined the thread, the thread when the link abandoned it.
 struct DeviceSide {
     DeviceSide(std::shared_ptr<ShmBuffer> region, const LinkOptions& o)
-        : region_buf(std::move(region)), hosted(o.name, o.n_threads, o.vtcm_bytes, o.fault) {}
+        : region_buf(std::move(region)), hosted(o.name, o.n_threads, o.vtcm_bytes, o.fault, o.cpus) {}
 
     AbandonMark mark;
     std::shared_ptr<ShmBuffer> region_buf;
@@ -57,6 +57,7 @@ public:
         tsl_npu_device_hwinfo(&side_->hosted.device(), &hwinfo_);
         std::atomic_ref<uint32_t>(region_.control->alive).store(1, std::memory_order_release);
         // The thread's copy of side_ is released when the thread ends, after the loop returned.
+        ScopedAffinity pin(options.cpus, options.name);  // the loop thread inherits it
         loop_ = std::thread([side = side_, region = region_, poll = options.poll] {
             run_device_loop(side->hosted.device(), region, side->hosted.mutex(), poll, DieAction::StopLoop);
         });

@@ -22,6 +22,7 @@
 #include <memory>
 #include <string>
 
+#include "npu/link/cpu_set.hpp"
 #include "npu/proto/proto.h"
 
 namespace tessel::npu {
@@ -40,6 +41,7 @@ struct LinkOptions {
     uint32_t fault = 0;              ///< enum tsl_npu_fault injected into the device (tests)
     std::string device_exe;          ///< process link: the tessel binary (TESSEL_NPU_DEVICE_EXE)
     std::string name = "NPU0";       ///< for messages
+    CpuSet cpus;                     ///< the device runtime's threads run on these (TESSEL_NPU_CPUS); empty: anywhere
 };
 
 class Link {

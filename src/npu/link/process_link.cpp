@@ -76,6 +76,7 @@ public:
         msg.n_threads = options_.n_threads;
         msg.fault = options_.fault;
         msg.poll = options_.poll ? 1 : 0;
+        for (size_t w = 0; w < 4; ++w) msg.cpus[w] = options_.cpus.words()[w];
         ControlMsg answer{};
         const int32_t status = call(msg, region_buf_->fd(), &answer);
         if (status != TSL_NPU_OK) {
