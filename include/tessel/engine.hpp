@@ -162,6 +162,11 @@ private:
 
 enum class FlashAttn { Off, On, Auto };
 
+/// How a device made of several (an NPU group such as NPU[0-1]) shares the work (llama.cpp's
+/// -sm): Row, every member computes its part of the rows of each weight matrix product; None, the
+/// first member runs everything. A single device ignores it.
+enum class SplitMode { None, Row };
+
 /// The most CPU threads a context may ask for (ContextParams::n_threads).
 inline constexpr int kMaxThreads = 1024;
 
@@ -170,6 +175,7 @@ struct ContextParams {
     int64_t n_ubatch = 512;   ///< tokens per forward graph (decode splits larger batches)
     int n_threads = 0;        ///< CPU threads, 0..kMaxThreads; 0: the default, physical cores (big ones only on big/little CPUs, docs/config.md)
     FlashAttn flash_attn = FlashAttn::Auto;  ///< Auto: fused attention (FLASH_ATTN_EXT)
+    SplitMode split_mode = SplitMode::Row;   ///< a device group's split (--split-mode)
     std::string type_k = "f16";  ///< KV cache types: f16, f32 or q8_0 (q8_0 V needs flash attention)
     std::string type_v = "f16";
     /// true: any sequence may take any free cell of the cache. false (llama.cpp's kv_unified =

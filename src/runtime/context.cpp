@@ -93,6 +93,7 @@ Context::Context(std::shared_ptr<const model::Model> model, const ContextParams&
                                            params_.kv_unified ? 0 : params_.n_seq_max);
     BackendParams bp;
     bp.n_threads = params_.n_threads;
+    bp.split_rows = params_.split_mode == SplitMode::Row;
     std::vector<Backend*> order;
     for (Device* d : model_->devices()) {
         backends_.push_back(d->init_backend(bp));

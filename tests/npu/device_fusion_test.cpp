@@ -24,7 +24,7 @@ uint32_t f32_bits(float f) {
 /// The flat kernel's kparams (header and body) for k, rows of activations and experts.
 void flat_kparams(tsl_npu_op_desc& op, int64_t k, int64_t rows, int64_t experts) {
     const tsl_npu_kparams_header h{static_cast<uint32_t>(tsl_npu_matmul_scratch(TSL_NPU_MM_FLAT, 0, 0, k, rows, experts, 2)), 0};
-    const tsl_npu_matmul_kparams kp{TSL_NPU_MM_FLAT, 0, 0, 0, 0, 0};  // one step, default chunk, every worker
+    const tsl_npu_matmul_kparams kp{TSL_NPU_MM_FLAT, 0, 0, 0, 0, 0, 0};  // one step, default chunk, every worker
     std::memcpy(op.kparams, &h, sizeof h);
     std::memcpy(op.kparams + TSL_NPU_KPARAMS_BODY, &kp, sizeof kp);
 }

@@ -476,12 +476,56 @@ protected:
         EXPECT_EQ(run(bb), TSL_NPU_OK);
         return std::vector<float>(at<float>(kOut), at<float>(kOut) + n_out);
     }
+    // Runs parts 0..n_parts-1 of op (tsl_npu_matmul_kparams.part) one by one: each writes exactly the
+    // rows of its run of row tiles (dst rows are ne[0], N of them), leaving the rest as they were,
+    // with the whole op's bits there.
+    void expect_parts_split_the_rows(const BatchBuilder& bb, int64_t rows, int64_t experts, size_t n_out, int64_t n,
+                                     const std::vector<float>& whole) {
+        const int64_t n_rt = (n + 31) / 32;
+        for (uint16_t n_parts : {2, 3, 4}) {
+            std::vector<float> joined(n_out, -7.0f);
+            for (uint16_t part = 0; part < n_parts; ++part) {
+                SCOPED_TRACE("part " + std::to_string(part) + " of " + std::to_string(n_parts));
+                tsl_npu_matmul_kparams kp = plans()[2];
+                kp.part = part;
+                kp.n_parts = n_parts;
+                const std::vector<float> got = run_plan(bb, kp, rows, experts, n_out);
+                const int64_t lo = n_rt * part / n_parts * 32, hi = n_rt * (part + 1) / n_parts * 32;
+                size_t mine = 0, bad = 0;
+                for (size_t i = 0; i < n_out; ++i) {
+                    const int64_t row = static_cast<int64_t>(i) % n;
+                    if (row >= lo && row < hi) {
+                        ++mine;
+                        bad += got[i] != whole[i];
+                        joined[i] = got[i];
+                    } else {
+                        bad += got[i] != -7.0f;
+                    }
+                }
+                EXPECT_EQ(bad, 0u);
+                EXPECT_EQ(mine, static_cast<size_t>(std::min(hi, n) - std::min(lo, n)) * (n_out / static_cast<size_t>(n)));
+            }
+            EXPECT_EQ(joined, whole);
+        }
+        // a part outside the parts, or more parts than the limit: the op is refused
+        tsl_npu_matmul_kparams kp = plans()[0];
+        kp.part = 2;
+        kp.n_parts = 2;
+        BatchBuilder copy = bb;
+        tsl_npu_op_desc& op = copy.ops.back();
+        std::memcpy(op.kparams + TSL_NPU_KPARAMS_BODY, &kp, sizeof kp);
+        EXPECT_EQ(run(copy), TSL_NPU_ERR_BAD_DESC);
+        kp.part = 0;
+        kp.n_parts = TSL_NPU_MM_MAX_PARTS + 1;
+        std::memcpy(op.kparams + TSL_NPU_KPARAMS_BODY, &kp, sizeof kp);
+        EXPECT_EQ(run(copy), TSL_NPU_ERR_BAD_DESC);
+    }
     // The plans: one step (the kparams defaults), then steps of 5 rows on one worker in place, of 1
     // row with chunks of 3, of 13 rows as copies, of 20 rows with chunks of 1.
     static std::vector<tsl_npu_matmul_kparams> plans() {
-        return {{TSL_NPU_MM_TILED, 1, 0, 0, 0, 0},  {TSL_NPU_MM_TILED, 0, 5, 1, 1, 0},
-                {TSL_NPU_MM_TILED, 1, 1, 3, 2, 0},  {TSL_NPU_MM_TILED, 2, 13, 2, 2, 0},
-                {TSL_NPU_MM_TILED, 1, 20, 1, 0, 0}};
+        return {{TSL_NPU_MM_TILED, 1, 0, 0, 0, 0, 0},  {TSL_NPU_MM_TILED, 0, 5, 1, 1, 0, 0},
+                {TSL_NPU_MM_TILED, 1, 1, 3, 2, 0, 0},  {TSL_NPU_MM_TILED, 2, 13, 2, 2, 0, 0},
+                {TSL_NPU_MM_TILED, 1, 20, 1, 0, 0, 0}};
     }
 };
 
@@ -517,6 +561,7 @@ TEST_F(NpuDeviceMatmulOp, MulMatInPlannedStepsChunksAndWorkersGivesTheOneStepBit
                      std::to_string(kp.threads) + " dma " + std::to_string(kp.dma));
         EXPECT_EQ(run_plan(bb, kp, M * B, 0, n_out), one_step);
     }
+    expect_parts_split_the_rows(bb, M * B, 0, n_out, N, one_step);
 }
 
 TEST_F(NpuDeviceMatmulOp, MulMatIdInPlannedStepsGivesTheOneStepBitsAndZeroColumnsForBadIds) {
@@ -556,6 +601,7 @@ TEST_F(NpuDeviceMatmulOp, MulMatIdInPlannedStepsGivesTheOneStepBitsAndZeroColumn
                      std::to_string(kp.threads) + " dma " + std::to_string(kp.dma));
         EXPECT_EQ(run_plan(bb, kp, U * T, E, n_out), one_step);
     }
+    expect_parts_split_the_rows(bb, U * T, E, n_out, N, one_step);
 }
 
 TEST_F(NpuDeviceMatmulOp, StatingLessThanAStepsScratchFailsAtItsOp) {
@@ -567,7 +613,7 @@ TEST_F(NpuDeviceMatmulOp, StatingLessThanAStepsScratchFailsAtItsOp) {
     const uint16_t tx = bb.tensor(buf, TSL_NPU_TYPE_F32, kX, {K, 39, 1, 1});
     const uint16_t td = bb.tensor(buf, TSL_NPU_TYPE_F32, kOut, {70, 39, 1, 1});
     tsl_npu_op_desc& op = bb.op(TSL_NPU_OP_MUL_MAT, {tw, tx}, {td});
-    const tsl_npu_matmul_kparams kp{TSL_NPU_MM_TILED, 0, 10, 1, 2, 0};
+    const tsl_npu_matmul_kparams kp{TSL_NPU_MM_TILED, 0, 10, 1, 2, 0, 0};
     const uint64_t need = tsl_npu_matmul_scratch(TSL_NPU_MM_TILED, 0, tsl_npu_tile_bytes(kType), K, 10, 0, 2);
     const tsl_npu_kparams_header h{static_cast<uint32_t>(need - 64), 0};
     std::memcpy(op.kparams, &h, sizeof h);

@@ -136,18 +136,21 @@ TEST(DeviceString, TheRegistryOffersTheListedDevices) {
     EXPECT_EQ(config_error(), "");
 }
 
-TEST(DeviceString, GroupsAreRefusedUntilTheyRun) {
-    for (const char* s : {"NPU[0-1]", "NPU0,NPU[1-2:1]"}) {
-        setenv("TESSEL_NPU_DEVICES", s, 1);
-        try {
-            config_from_env();
-            ADD_FAILURE() << s << " accepted";
-        } catch (const Error& e) {
-            const std::string group = std::string(s).substr(std::string(s).find('['));
-            EXPECT_NE(std::string(e.what()).find("group 'NPU" + group + "' is not supported yet"), std::string::npos) << e.what();
-        }
-        unsetenv("TESSEL_NPU_DEVICES");
-    }
+TEST(DeviceString, AGroupRegistersAsOneDeviceWithItsRanks) {
+    setenv("TESSEL_NPU_DEVICES", "NPU[2,0-1:1],NPU3", 1);
+    Registry reg;
+    register_devices(reg);
+    unsetenv("TESSEL_NPU_DEVICES");
+    ASSERT_EQ(config_error(), "");
+    std::vector<std::string> names;
+    for (const Device* d : reg.devices()) names.push_back(d->name());
+    EXPECT_EQ(names, (std::vector<std::string>{"NPU[2,0-1:1]", "NPU3"}));
+    const auto* group = dynamic_cast<const NpuDevice*>(reg.find("NPU[2,0-1:1]"));
+    ASSERT_NE(group, nullptr);
+    std::vector<std::string> peers;
+    for (const auto& p : group->peers()) peers.push_back(p->name());
+    EXPECT_EQ(peers, (std::vector<std::string>{"NPU0:1", "NPU1:1"}));  // rank 0 is NPU2:1, the group's own session
+    EXPECT_TRUE(dynamic_cast<const NpuDevice*>(reg.find("NPU3"))->peers().empty());
 }
 
 }  // namespace

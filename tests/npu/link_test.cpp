@@ -433,7 +433,7 @@ public:
         td.nb[2] = td.nb[3] = td.size;
         w.add_op(TSL_NPU_OP_MUL_MAT, {wt, x}, {d});
         const tsl_npu_kparams_header h{static_cast<uint32_t>(tsl_npu_matmul_scratch(TSL_NPU_MM_FLAT, 0, 0, kK, kM, 0, 2)), 0};
-        const tsl_npu_matmul_kparams kp{TSL_NPU_MM_FLAT, 0, 0, 0, 0, 0};  // one step, default chunks, every worker
+        const tsl_npu_matmul_kparams kp{TSL_NPU_MM_FLAT, 0, 0, 0, 0, 0, 0};  // one step, default chunks, every worker
         std::memcpy(w.op(0).kparams, &h, sizeof h);
         std::memcpy(w.op(0).kparams + TSL_NPU_KPARAMS_BODY, &kp, sizeof kp);
         const tsl_npu_batch_req req = w.finish(++seq_);

@@ -150,6 +150,7 @@ TEST(BenchReport, JsonFieldsAndValues) {
     EXPECT_EQ(j["n_gen"], 0);
     EXPECT_EQ(j["n_depth"], 0);
     EXPECT_EQ(j["type_k"], "f16");
+    EXPECT_EQ(j["split_mode"], "row");
     EXPECT_EQ(j["avg_ns"], 2000000000u);
     EXPECT_EQ(j["stddev_ns"], 1000000000u);
     EXPECT_NEAR(j["avg_ts"].get<double>(), kMeanTs, 1e-9);
@@ -174,11 +175,11 @@ TEST(BenchReport, JsonIndentPrefixesEveryLine) {
 TEST(BenchReport, Csv) {
     EXPECT_EQ(bench_csv_header(),
               "build_commit,build_number,cpu_info,gpu_info,backends,model_filename,model_type,model_size,model_n_params,"
-              "n_batch,n_ubatch,n_threads,type_k,type_v,flash_attn,n_prompt,n_gen,n_depth,test_time,avg_ns,stddev_ns,"
+              "n_batch,n_ubatch,n_threads,type_k,type_v,split_mode,flash_attn,n_prompt,n_gen,n_depth,test_time,avg_ns,stddev_ns,"
               "avg_ts,stddev_ts,device");
     EXPECT_EQ(bench_csv_row(sample_record()),
               "\"abc1234\",\"42\",\"Test CPU \"\"X\"\"\",\"\",\"CPU\",\"/m/model.gguf\",\"llama 256M Q4_1\",\"98355200\","
-              "\"134515008\",\"2048\",\"512\",\"2\",\"f16\",\"f16\",\"-1\",\"600\",\"0\",\"0\",\"2025-01-31T12:00:00Z\","
+              "\"134515008\",\"2048\",\"512\",\"2\",\"f16\",\"f16\",\"row\",\"-1\",\"600\",\"0\",\"0\",\"2025-01-31T12:00:00Z\","
               "\"2000000000\",\"1000000000\",\"366.666667\",\"208.166600\",\"cpu\"");
 }
 
@@ -189,9 +190,9 @@ TEST(BenchReport, MarkdownLayoutOfLlamaBench) {
               "| ------------------------------ | ---------: | ---------: | ---------- | ------: | --------------: | -------------------: |\n");
     EXPECT_EQ(bench_markdown_row(sample_record(), cols),
               "| llama 256M Q4_1                |  93.80 MiB |   134.52 M | CPU        |       2 |           pp600 |      366.67 ± 208.17 |\n");
-    const MarkdownColumns all{true, true, true};
+    const MarkdownColumns all{true, true, true, true};
     EXPECT_EQ(bench_markdown_header(all).substr(0, bench_markdown_header(all).find('\n')),
-              "| model                          |       size |     params | backend    | threads | n_batch | n_ubatch |  fa |            test |                  t/s |");
+              "| model                          |       size |     params | backend    | threads | n_batch | n_ubatch |    sm |  fa |            test |                  t/s |");
 }
 
 }  // namespace

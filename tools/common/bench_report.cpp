@@ -33,6 +33,7 @@ Json scalar_fields(const BenchRecord& r) {
     j["n_threads"] = r.n_threads;
     j["type_k"] = r.type_k;
     j["type_v"] = r.type_v;
+    j["split_mode"] = r.split_mode;
     j["flash_attn"] = r.flash_attn;
     j["n_prompt"] = r.n_prompt;
     j["n_gen"] = r.n_gen;
@@ -74,6 +75,7 @@ std::vector<Column> markdown_columns(const MarkdownColumns& c) {
     std::vector<Column> cols = {{"model", -30}, {"size", 10}, {"params", 10}, {"backend", -10}, {"threads", 7}};
     if (c.n_batch) cols.push_back({"n_batch", 7});
     if (c.n_ubatch) cols.push_back({"n_ubatch", 8});
+    if (c.split_mode) cols.push_back({"sm", 5});
     if (c.flash_attn) cols.push_back({"fa", 3});
     cols.push_back({"test", 15});
     cols.push_back({"t/s", 20});
@@ -156,6 +158,7 @@ std::string bench_markdown_row(const BenchRecord& r, const MarkdownColumns& c) {
         else if (name == "threads") v = std::to_string(r.n_threads);
         else if (name == "n_batch") v = std::to_string(r.n_batch);
         else if (name == "n_ubatch") v = std::to_string(r.n_ubatch);
+        else if (name == "sm") v = r.split_mode;
         else if (name == "fa") v = std::to_string(r.flash_attn);
         else if (name == "test") v = BenchTest{r.n_prompt, r.n_gen}.name();
         else v = format2("%.2f ± %.2f", ts.mean, ts.stddev), width += 1;  // t/s; '±' takes 2 bytes

@@ -8,15 +8,15 @@
 //  - CSV: a header line of the field names, then one line per test with every value in double
 //    quotes (a quote doubled), integers in decimal and speeds with 6 decimals (llama-bench's
 //    std::to_string); no samples.
-//  - markdown: | model | size | params | backend | threads | [n_batch] [n_ubatch] [fa] | test | t/s |
+//  - markdown: | model | size | params | backend | threads | [n_batch] [n_ubatch] [sm] [fa] | test | t/s |
 //    where size is MiB (GiB from 1 GiB) with 2 decimals, params millions "M" (billions "B" from
-//    1e9), t/s "mean ± stddev" with 2 decimals; n_batch, n_ubatch and fa are shown when a value
-//    other than llama-bench's default (2048, 512, auto) or several values were asked for.
+//    1e9), t/s "mean ± stddev" with 2 decimals; n_batch, n_ubatch, sm and fa are shown when a value
+//    other than the default (2048, 512, row, auto) or several values were asked for.
 //
 // Fields (llama-bench's subset that applies to tessel): build_commit, build_number, cpu_info,
 // gpu_info, backends, model_filename, model_type, model_size (bytes of tensor data),
-// model_n_params (tensor elements), n_batch, n_ubatch, n_threads, type_k, type_v, flash_attn
-// (-1 auto, 0 off, 1 on), n_prompt, n_gen, n_depth (always 0), test_time (RFC 3339 UTC), avg_ns,
+// model_n_params (tensor elements), n_batch, n_ubatch, n_threads, type_k, type_v, split_mode
+// ("none" or "row"; a device group's split, llama-bench's -sm), flash_attn (-1 auto, 0 off, 1 on), n_prompt, n_gen, n_depth (always 0), test_time (RFC 3339 UTC), avg_ns,
 // stddev_ns (rounded to whole ns), avg_ts, stddev_ts (tokens/s; sample stddev), device.
 #pragma once
 
@@ -40,6 +40,7 @@ struct BenchRecord {
     int64_t n_batch = 0, n_ubatch = 0;
     int n_threads = 0;
     std::string type_k = "f16", type_v = "f16";
+    std::string split_mode = "row";  ///< "none" or "row"
     int flash_attn = -1;        ///< -1 auto, 0 off, 1 on
     int64_t n_prompt = 0, n_gen = 0;
     std::string test_time;      ///< e.g. "2025-01-31T12:00:00Z"
@@ -52,7 +53,7 @@ struct BenchRecord {
 
 /// Which optional markdown columns to show.
 struct MarkdownColumns {
-    bool n_batch = false, n_ubatch = false, flash_attn = false;
+    bool n_batch = false, n_ubatch = false, split_mode = false, flash_attn = false;
 };
 
 /// The record as a JSON object (fields in the order above), pretty-printed with 2-space

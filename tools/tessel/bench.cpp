@@ -32,7 +32,7 @@ constexpr int64_t kMaxTokens = int64_t{1} << 24;  // -p, -n, -b, -ub: the longes
 
 struct BenchOptions {
     std::vector<std::string> models;  ///< -m, each possibly a comma list
-    std::string n_prompt = "512", n_gen = "128", threads, n_batch = "2048", n_ubatch = "512", flash_attn = "auto";
+    std::string n_prompt = "512", n_gen = "128", threads, n_batch = "2048", n_ubatch = "512", flash_attn = "auto", split_mode = "row";
     std::vector<std::string> pg;  ///< -pg N,M
     int reps = 5;
     std::string output = "md", device = "cpu";
@@ -104,11 +104,13 @@ struct Grid {
     std::vector<tools::BenchTest> tests;
     std::vector<int64_t> threads, batches, ubatches;
     std::vector<int> fa;
+    std::vector<std::string> split_modes;
 };
 
 /// The context of one test: n_prompt + n_gen cells, f16 KV cache; fa = 1 on, 0 off, -1 auto.
-ContextParams test_context_params(const tools::BenchTest& test, int64_t n_ubatch, int fa, int n_threads) {
+ContextParams test_context_params(const tools::BenchTest& test, int64_t n_ubatch, int fa, int n_threads, const std::string& sm = "row") {
     ContextParams cp;
+    cp.split_mode = split_mode_of(sm);
     cp.n_ctx = test.n_prompt + test.n_gen;
     cp.n_ubatch = n_ubatch;
     cp.n_threads = n_threads;
@@ -144,14 +146,15 @@ void bench_model(const BenchOptions& o, const std::string& path, const std::stri
                 }
     for (int64_t nb : grid.batches)
         for (int64_t nub : grid.ubatches)
+            for (const std::string& sm : grid.split_modes)
             for (int f : grid.fa)
                 for (int64_t nt : grid.threads)
                     for (const tools::BenchTest& test : grid.tests) {
                         tools::BenchRecord r = base;
-                        r.n_batch = nb, r.n_ubatch = nub, r.flash_attn = f, r.n_threads = static_cast<int>(nt);
+                        r.n_batch = nb, r.n_ubatch = nub, r.flash_attn = f, r.n_threads = static_cast<int>(nt), r.split_mode = sm;
                         r.n_prompt = test.n_prompt, r.n_gen = test.n_gen;
                         r.test_time = tools::utc_timestamp();
-                        Context ctx(model, test_context_params(test, nub, f, r.n_threads));
+                        Context ctx(model, test_context_params(test, nub, f, r.n_threads, sm));
                         tools::BenchProgress progress;
                         if (o.progress)
                             progress = [&](std::string_view phase, int rep) {
@@ -181,6 +184,10 @@ void bench(const BenchOptions& o) {
     grid.batches = int_list(o.n_batch, "-b", 1, kMaxTokens);
     grid.ubatches = int_list(o.n_ubatch, "-ub", 1, kMaxTokens);
     for (const std::string& v : split_commas(o.flash_attn)) grid.fa.push_back(flash_attn_value(v));
+    for (const std::string& v : split_commas(o.split_mode)) {
+        if (v != "none" && v != "row") throw CLI::ValidationError("--split-mode: '" + v + "' is not none or row");
+        grid.split_modes.push_back(v);
+    }
     std::vector<std::string> models;
     for (const std::string& m : o.models)
         for (const std::string& one : split_commas(m)) {
@@ -197,7 +204,7 @@ void bench(const BenchOptions& o) {
     }
 
     Printer out{o.output, {grid.batches.size() > 1 || grid.batches[0] != 2048, grid.ubatches.size() > 1 || grid.ubatches[0] != 512,
-                           grid.fa.size() > 1 || grid.fa[0] != -1}};
+                           grid.split_modes.size() > 1 || grid.split_modes[0] != "row", grid.fa.size() > 1 || grid.fa[0] != -1}};
     std::mt19937 rng(kTokenSeed);
     for (const std::string& path : models)
         for (const std::string& device : devices)
@@ -218,6 +225,9 @@ void add_bench_command(CLI::App& app) {
     cmd->add_option("-b,--batch-size", o->n_batch, "Prompt tokens per decode call: a list")->capture_default_str();
     cmd->add_option("--ubatch-size", o->n_ubatch, "Tokens per forward graph: a list (also -ub)")->capture_default_str();
     cmd->add_option("--flash-attn", o->flash_attn, "Fused attention: a list of on, off, auto (also -fa)")->capture_default_str();
+    cmd->add_option("--split-mode", o->split_mode,
+                    "A device group's split: a list of none (its first member runs everything), row (each member its rows of every weight matmul) (also -sm)")
+        ->capture_default_str();
     add_packing_flag(*cmd);
     cmd->add_option("-r,--repetitions", o->reps, "Timed repetitions per test")->check(CLI::Range(1, 1000000))->capture_default_str();
     cmd->add_option("-o,--output", o->output, "Output format: md, json or csv")->check(CLI::IsMember({"md", "json", "csv"}))->capture_default_str();

@@ -25,7 +25,7 @@ constexpr std::pair<std::string_view, const char*> kDashAliases[] = {
     {"-ub", "--ubatch-size"}, {"-fa", "--flash-attn"}, {"-ctk", "--cache-type-k"},
     {"-ctv", "--cache-type-v"}, {"-sys", "--system-prompt"},
     {"-pg", "--pg"}, {"-cnv", "--conversation"}, {"-no-cnv", "--no-conversation"}, {"-sp", "--special"},
-    {"-jf", "--json-schema-file"}, {"-np", "--parallel"},
+    {"-jf", "--json-schema-file"}, {"-np", "--parallel"}, {"-sm", "--split-mode"},
 };
 
 std::vector<std::string> rewrite_aliases(int argc, char** argv) {

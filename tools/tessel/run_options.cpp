@@ -42,10 +42,21 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
     cmd.add_option("-b,--batch-size", o.n_batch, "Prompt tokens per decode call")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
     cmd.add_option("--ubatch-size", o.n_ubatch, "Tokens per forward graph (also -ub)")->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
     cmd.add_option("--flash-attn", o.flash_attn, "Fused attention: on, off or auto (also -fa)")->check(CLI::IsMember({"on", "off", "auto"}));
+    add_split_mode_option(cmd, o.split_mode);
     cmd.add_option("--cache-type-k", o.type_k, "K cache type: f16, f32, q8_0 (also -ctk)")->check(CLI::IsMember({"f16", "f32", "q8_0"}));
     cmd.add_option("--cache-type-v", o.type_v, "V cache type: f16, f32, q8_0; q8_0 needs -fa on (also -ctv)")->check(CLI::IsMember({"f16", "f32", "q8_0"}));
     add_packing_flag(cmd);
 }
+
+void add_split_mode_option(CLI::App& cmd, std::string& mode) {
+    cmd.add_option("--split-mode", mode,
+                   "A device group (TESSEL_NPU_DEVICES=NPU[0-1]): row, each member computes its rows of every weight matmul; "
+                   "none, the first member runs everything (also -sm)")
+        ->check(CLI::IsMember({"none", "row"}))
+        ->capture_default_str();
+}
+
+SplitMode split_mode_of(const std::string& mode) { return mode == "none" ? SplitMode::None : SplitMode::Row; }
 
 void add_packing_flag(CLI::App& cmd) {
     cmd.add_flag_callback("--no-packed", [] { set_weight_packing(false); },
@@ -311,6 +322,7 @@ ContextParams context_params(const ModelOptions& o) {
     p.n_threads = o.n_threads;
     p.n_ubatch = o.n_ubatch;
     p.flash_attn = o.flash_attn == "on" ? FlashAttn::On : o.flash_attn == "off" ? FlashAttn::Off : FlashAttn::Auto;
+    p.split_mode = split_mode_of(o.split_mode);
     p.type_k = o.type_k;
     p.type_v = o.type_v;
     return p;

@@ -20,14 +20,19 @@ struct ModelOptions {
     int64_t n_batch = 2048;    ///< -b
     int64_t n_ubatch = 512;    ///< -ub
     std::string flash_attn = "auto";  ///< -fa on|off|auto
+    std::string split_mode = "row";   ///< -sm none|row
     std::string type_k = "f16", type_v = "f16";
 };
 
-/// Registers -m, --device, -c, -t, -b, -ub, -fa, -ctk, -ctv and --no-packed on cmd.
+/// Registers -m, --device, -c, -t, -b, -ub, -fa, -sm, -ctk, -ctv and --no-packed on cmd.
 void add_model_options(CLI::App& cmd, ModelOptions& o);
 /// Accepts a --device name the backend registry resolves (cpu, npu, npu0, ...); else the registry's
 /// message naming the devices there are (a flag error: exit 2).
 CLI::Validator device_validator();
+/// Registers -sm/--split-mode (none or row; llama.cpp's layer is refused: tessel splits a group by rows).
+void add_split_mode_option(CLI::App& cmd, std::string& mode);
+/// "none" -> SplitMode::None, else Row.
+SplitMode split_mode_of(const std::string& mode);
 /// Registers --no-packed: weights stay in the CPU's plain buffer type (no CPU_PACKED).
 void add_packing_flag(CLI::App& cmd);
 /// Registers llama.cpp's sampling flags on cmd: --temp, --top-k, --top-p, --min-p, --typical,

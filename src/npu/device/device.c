@@ -198,6 +198,8 @@ int32_t tsl_npu_device_run(tsl_npu_device* d, uint8_t* block, const tsl_npu_batc
         rsp->err_op = 0; /* cancelled before its first op */
         status = hang(d, cancel);
     } else {
+        if (d->fault == TSL_NPU_FAULT_SLOW)
+            for (int nap = 0; nap < 20; ++nap) d->platform.idle(d->platform.ctx);
         tsl_npu_batch b;
         status = tsl_npu_batch_check(d, block, req, &b, &rsp->err_op);
         if (status == TSL_NPU_OK) status = run_ops(d, &b, req->flags, rsp, heartbeat, cancel);

@@ -96,9 +96,11 @@ enum tsl_npu_fault {
     TSL_NPU_FAULT_HANG = 3,   /* never answer and stop the heartbeat (until cancelled) */
     TSL_NPU_FAULT_DIE = 4,    /* the device process exits in the middle of a batch (link's job) */
     TSL_NPU_FAULT_BAD_DESC = 5, /* host side: the session corrupts a tensor offset before sending */
-    TSL_NPU_FAULT_STUCK = 6     /* the first op of every batch never returns: its workers loop inside the
+    TSL_NPU_FAULT_STUCK = 6,    /* the first op of every batch never returns: its workers loop inside the
                                    op, blind to the cancel flag, without a heartbeat, until
                                    tsl_npu_device_release_stuck() (tests only; never, in a device process) */
+    TSL_NPU_FAULT_SLOW = 7      /* every batch starts 20 idle naps (~20 ms) late, then runs normally: a
+                                   device that lags behind its peers */
 };
 
 /* Lets every op the STUCK fault holds in this process finish (the op then answers

@@ -39,11 +39,12 @@
 #include "npu/device/ops.h"
 #include "npu/device/ops_matmul.h"
 
-/* One output of a matmul op: its weight, dst and (MUL_MAT) bias, N, row tiles, and the end of its
- * items in the op's item numbering. */
+/* One output of a matmul op: its weight, dst and (MUL_MAT) bias, N, row tiles per matrix, the row
+ * tiles [rt0, rt0 + n_prt) this op computes (all, or its part), and the end of its items in the op's
+ * item numbering. */
 typedef struct mm_out {
     const tsl_npu_view *w, *d, *bias;
-    int64_t n, n_rt, item_end;
+    int64_t n, n_rt, rt0, n_prt, item_end;
 } mm_out;
 
 typedef struct mm_job {
@@ -104,6 +105,7 @@ static int32_t weight_check(const tsl_npu_view* w, const tsl_npu_matmul_kparams*
  * last output. */
 static int32_t kernel_of(const tsl_npu_op_ctx* c, tsl_npu_matmul_kparams* kp, int is_id) {
     __builtin_memcpy(kp, c->op->kparams + TSL_NPU_KPARAMS_BODY, sizeof *kp);
+    if (kp->n_parts > TSL_NPU_MM_MAX_PARTS || (kp->n_parts > 1 ? kp->part >= kp->n_parts : kp->part != 0)) return TSL_NPU_ERR_BAD_DESC;
     const tsl_npu_view *w0 = &c->src[0], *d0 = &c->dst[0];
     const uint32_t n_out = n_outputs(c, is_id);
     for (uint32_t o = n_out; o < TSL_NPU_MAX_DST; ++o) {
@@ -165,8 +167,8 @@ static const mm_out* item_coords(const mm_job* j, int64_t item, int64_t* rt, int
     while (item >= j->out[o].item_end) ++o;
     const mm_out* out = &j->out[o];
     if (o > 0) item -= j->out[o - 1].item_end;
-    *rt = item % out->n_rt;
-    const int64_t rest = item / out->n_rt;
+    *rt = out->rt0 + item % out->n_prt;
+    const int64_t rest = item / out->n_prt;
     if (j->is_id) {
         *matrix = rest;
         *i2 = *i3 = 0;
@@ -432,9 +434,13 @@ static int32_t mm_run(tsl_npu_op_ctx* c, int is_id) {
         out->bias = bs >= 0 && c->src[bs].data ? &c->src[bs] : 0;
         out->n = out->w->ne[1];
         out->n_rt = (out->n + 31) / 32;
-        j.n_items += out->n_rt * (is_id ? j.w->ne[2] : j.x->ne[2] * j.x->ne[3]);
+        /* part p of n_parts: the p-th of n_parts near-equal runs of row tiles (a group's rank) */
+        const int64_t parts = j.kp.n_parts > 1 ? j.kp.n_parts : 1;
+        out->rt0 = out->n_rt * j.kp.part / parts;
+        out->n_prt = out->n_rt * (j.kp.part + 1) / parts - out->rt0;
+        j.n_items += out->n_prt * (is_id ? j.w->ne[2] : j.x->ne[2] * j.x->ne[3]);
         out->item_end = j.n_items;
-        n_total += out->n;
+        n_total += out->n * out->n_prt / (out->n_rt ? out->n_rt : 1);
     }
     const uint32_t n_workers = c->platform->n_threads ? c->platform->n_threads : 1u;
     const uint32_t workers = j.kp.threads && j.kp.threads < n_workers ? j.kp.threads : n_workers;
@@ -490,7 +496,8 @@ static int32_t mm_run(tsl_npu_op_ctx* c, int is_id) {
                 const int32_t id = id_at(j.ids, e, t);
                 if (id < 0 || id >= j.w->ne[2])
                     for (uint32_t o = 0; o < j.n_out; ++o)
-                        for (int64_t n = 0; n < j.out[o].n; ++n) *(float*)tsl_npu_elem(j.out[o].d, n, e, t, 0) = 0.0f;
+                        for (int64_t n = j.out[o].rt0 * 32; n < j.out[o].n && n < (j.out[o].rt0 + j.out[o].n_prt) * 32; ++n)
+                            *(float*)tsl_npu_elem(j.out[o].d, n, e, t, 0) = 0.0f;
             }
     j.expert_count = counts;
     int64_t cursor = 0;

@@ -40,6 +40,7 @@ std::string NpuBackend::kernel_name(const Tensor& t) const {
 }
 
 void NpuBackend::flush() {
+    for (auto& peer : peers_) peer->flush();  // a part this stream waits for is sent before the wait
     if (batch_.empty()) return;
     if (recording_) recording_->push_back(batch_);
     try {
@@ -85,6 +86,7 @@ void NpuBackend::throw_unfit(const Tensor& node, const std::vector<Operand>& ope
 
 void NpuBackend::graph_compute(const std::vector<Tensor*>& nodes, uint64_t graph_uid) {
     session_.check();
+    if (!peers_.empty()) graph_uid = 0;  // a group's batches carry fresh fence values: never sent twice
     flush();  // nothing of an earlier call may join a cached graph's batches
     last_kernels_.clear();
     if (profiling_) note_profiled(nodes);
@@ -119,12 +121,8 @@ void NpuBackend::graph_compute(const std::vector<Tensor*>& nodes, uint64_t graph
         for (size_t i = graph.next_op(0), next = 0; i < nodes.size(); i = graph.next_op(next)) {
             const FusedOp f = next_device_op(ctx, i, fits_alone, &next);
             const std::vector<Operand> all = operands(f.op);
-            if (!batch_.fit(all)) {
-                flush();
-                if (!batch_.fit(all)) throw_unfit(*f.nodes.front(), all);
-            }
-            const uint32_t idx = batch_.add(f.op.opcode, f.name, f.op.srcs, f.op.dsts, f.params, f.nodes);
-            std::memcpy(batch_.last_op().kparams, f.op.kparams.data(), f.op.kparams.size());
+            const bool split = !peers_.empty() && f.op.opcode == TSL_NPU_OP_MUL_MAT && (f.nodes.front()->src[0]->flags & kFlagWeight);
+            const uint32_t idx = split ? add_split(f, all) : add_fitted(f, all);
             std::string text;
             for (const Tensor* n : f.nodes) {
                 if (profile) text.append(text.empty() ? "" : "; ").append(profile_text(*n));
@@ -153,6 +151,53 @@ void NpuBackend::graph_compute(const std::vector<Tensor*>& nodes, uint64_t graph
     if (cache_.size() > kCachedGraphs) cache_.pop_back();
 }
 
+uint32_t NpuBackend::add_fitted(const FusedOp& f, const std::vector<Operand>& operands, const uint8_t* kparams) {
+    if (!batch_.fit(operands)) {
+        flush();
+        if (!batch_.fit(operands)) throw_unfit(*f.nodes.front(), operands);
+    }
+    const uint32_t idx = batch_.add(f.op.opcode, f.name, f.op.srcs, f.op.dsts, f.params, f.nodes);
+    std::memcpy(batch_.last_op().kparams, kparams ? kparams : f.op.kparams.data(), f.op.kparams.size());
+    return idx;
+}
+
+uint32_t NpuBackend::add_split(const FusedOp& f, const std::vector<Operand>& operands) {
+    // f's kparams with part `part` of the group's ranks
+    const auto n_parts = static_cast<uint16_t>(peers_.size() + 1);
+    auto part_kparams = [&](uint16_t part) {
+        std::array<uint8_t, TSL_NPU_KPARAMS_BYTES> kp = f.op.kparams;
+        tsl_npu_matmul_kparams m;
+        std::memcpy(&m, kp.data() + TSL_NPU_KPARAMS_BODY, sizeof m);
+        m.part = part;
+        m.n_parts = n_parts;
+        std::memcpy(kp.data() + TSL_NPU_KPARAMS_BODY, &m, sizeof m);
+        return kp;
+    };
+    int32_t params[TSL_NPU_OP_PARAMS];
+    // This stream's FENCE: its earlier ops (the activations) are done; each peer waits for it.
+    const auto [slot, value] = session_.next_fence();
+    fence_params(params, slot, value);
+    enqueue(TSL_NPU_OP_FENCE, "FENCE", {}, {session_.fence_operand()}, params);
+    for (size_t r = 0; r < peers_.size(); ++r) {
+        NpuBackend& peer = *peers_[r];
+        peer.enqueue(TSL_NPU_OP_FENCE_WAIT, "FENCE_WAIT", {session_.fence_operand()}, {}, params);
+        const auto kp = part_kparams(static_cast<uint16_t>(r + 1));
+        peer.enqueue(f.op.opcode, f.name, f.op.srcs, f.op.dsts, f.params);
+        std::memcpy(peer.batch_.last_op().kparams, kp.data(), kp.size());
+    }
+    const auto kp0 = part_kparams(0);
+    const uint32_t idx = add_fitted(f, operands, kp0.data());
+    // Each peer's FENCE after its part; this stream goes on once every part is done.
+    for (auto& peer : peers_) {
+        int32_t peer_params[TSL_NPU_OP_PARAMS];
+        const auto [peer_slot, peer_value] = peer->session_.next_fence();
+        fence_params(peer_params, peer_slot, peer_value);
+        peer->enqueue(TSL_NPU_OP_FENCE, "FENCE", {}, {peer->session_.fence_operand()}, peer_params);
+        enqueue(TSL_NPU_OP_FENCE_WAIT, "FENCE_WAIT", {peer->session_.fence_operand()}, {}, peer_params);
+    }
+    return idx;
+}
+
 void NpuBackend::graph_optimize(std::vector<Tensor*>& nodes) {
     if (!device_.config().reorder) return;
     const size_t moved = reorder_nodes(nodes);
@@ -166,7 +211,13 @@ NpuBackend::~NpuBackend() {
 
 void NpuBackend::synchronize() {
     flush();
-    session_.synchronize();
+    try {
+        session_.synchronize();
+    } catch (const Error&) {
+        for (auto& peer : peers_) peer->session_.check();  // a failed peer is why this stream's wait for it ended
+        throw;
+    }
+    for (auto& peer : peers_) peer->synchronize();
     for (const PendingRead& r : reads_) std::memcpy(r.dst, staging_->data() + r.staged, r.size);
     reads_.clear();
     staging_used_ = 0;

@@ -1,6 +1,7 @@
 // The NPU stream (see device.hpp): graph_compute, synchronize, events.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -16,6 +17,7 @@ namespace tessel::npu {
 
 class NpuDevice;
 class Session;
+struct FusedOp;
 
 /// A fence slot and value, set when recorded on an NPU stream; synchronize() waits for the device
 /// to store the value (an event recorded nowhere is already complete).
@@ -86,9 +88,13 @@ public:
     /// stay alive until the batch is sent (send(), event_record, synchronize, graph_compute).
     void enqueue(uint32_t opcode, const std::string& name, const std::vector<Operand>& srcs, const std::vector<Operand>& dsts,
                  const int32_t* params);
-    /// Sends the open batch now.
+    /// Sends the open batch now (a group's peers' first).
     void send() { flush(); }
     Session& session() { return session_; }
+    /// A group's stream of rank size(): from now on graph_compute gives the ranks a part each of
+    /// every matmul of a weight (docs/npu.md, "Groups"). The peer's session must read this one's
+    /// fences and this one the peer's (Session::map_peer_fences).
+    void add_peer(std::unique_ptr<NpuBackend> peer) { peers_.push_back(std::move(peer)); }
 
     /// Calls of graph_compute served from the translation cache.
     uint64_t cache_hits() const { return cache_hits_; }
@@ -98,6 +104,13 @@ private:
     void flush();
     /// Profiling: appends the nodes of `nodes` that become device ops.
     void note_profiled(const std::vector<Tensor*>& nodes);
+    /// A group: queues op `f` split by rows over this stream (part 0) and the peers (parts 1..),
+    /// fenced so that each peer starts after this stream's earlier ops and this stream goes on
+    /// after every peer's part. Returns the op's index in this stream's batch.
+    uint32_t add_split(const FusedOp& f, const std::vector<Operand>& operands);
+    /// Adds op f over `operands` with `kparams` (f's own when null) to the open batch, sending it
+    /// first when f does not fit; returns the op's index.
+    uint32_t add_fitted(const FusedOp& f, const std::vector<Operand>& operands, const uint8_t* kparams = nullptr);
     /// Throws tessel::Error(Unsupported): node's operands exceed an empty batch's limits.
     [[noreturn]] void throw_unfit(const Tensor& node, const std::vector<Operand>& operands) const;
     /// Reserves `size` bytes of the staging buffer (growing it after a synchronize when full);
@@ -121,6 +134,7 @@ private:
     uint64_t cache_hits_ = 0;
     bool profiling_ = false;
     std::vector<const Tensor*> profiled_nodes_;  // while profiling: the nodes sent since take_profile
+    std::vector<std::unique_ptr<NpuBackend>> peers_;  // a group's ranks 1..n-1
     std::unique_ptr<ShmBuffer> staging_;
     uint64_t staging_used_ = 0;
     struct PendingRead {

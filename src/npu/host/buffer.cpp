@@ -55,6 +55,7 @@ size_t NpuBufferType::alloc_size(const Tensor& t) const {
 NpuBuffer::NpuBuffer(NpuBufferType& type, size_t size) : Buffer(type, size), npu_type_(type) {
     shm_ = std::make_unique<ShmBuffer>(type.name(), size);
     type.device().session().map(*shm_, wire_flags());
+    for (const auto& peer : type.device().peers()) map_on(peer->session());  // a group's ranks 1..n-1
 }
 
 NpuBuffer::~NpuBuffer() {

@@ -35,15 +35,10 @@ uint32_t dma_mode() {
     bad("TESSEL_NPU_DMA", s, "0, 1 or copy");
 }
 
-/// TESSEL_NPU_DEVICES. Groups parse, but run only once a group can split rows: until then a group
-/// is an error naming it.
+/// TESSEL_NPU_DEVICES (device_spec.hpp).
 std::vector<DeviceEntry> devices() {
     const auto v = env::get("TESSEL_NPU_DEVICES");
-    const std::string s = v ? std::string(*v) : "1";
-    std::vector<DeviceEntry> out = parse_device_string(s);
-    for (const DeviceEntry& e : out)
-        if (e.group()) bad("TESSEL_NPU_DEVICES", s, "single devices or sessions; the group '" + e.name + "' is not supported yet");
-    return out;
+    return parse_device_string(v ? std::string(*v) : "1");
 }
 
 /// TESSEL_NPU_CPUS: CPU lists ("0-3,6") separated by ';', one for every device or one per physical
@@ -106,7 +101,8 @@ uint32_t fault_mode() {
     if (s == "die") return TSL_NPU_FAULT_DIE;
     if (s == "bad-desc") return TSL_NPU_FAULT_BAD_DESC;
     if (s == "stuck") return TSL_NPU_FAULT_STUCK;
-    bad("TESSEL_NPU_FAULT", s, "one of none, status, seq, hang, die, bad-desc, stuck");
+    if (s == "slow") return TSL_NPU_FAULT_SLOW;
+    bad("TESSEL_NPU_FAULT", s, "one of none, status, seq, hang, die, bad-desc, stuck, slow");
 }
 
 /// TESSEL_NPU_MM_SELECT: a comma list of matrix, tiled, flat -> bits 1 << tsl_npu_mm_kernel.

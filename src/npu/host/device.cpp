@@ -25,7 +25,17 @@ struct NpuDevice::OpFilter {
 };
 
 NpuDevice::NpuDevice(std::string name, const Config& cfg, std::shared_ptr<SharedDevice> shared)
-    : name_(std::move(name)), cfg_(cfg), device_buft_(*this, false), host_buft_(*this, true), shared_(std::move(shared)) {
+    : NpuDevice(name, name, cfg, std::move(shared), {}) {}
+
+NpuDevice::NpuDevice(std::string name, std::string lead, const Config& cfg, std::shared_ptr<SharedDevice> shared,
+                     std::vector<std::unique_ptr<NpuDevice>> peers)
+    : name_(std::move(name)),
+      session_name_(std::move(lead)),
+      cfg_(cfg),
+      device_buft_(*this, false),
+      host_buft_(*this, true),
+      shared_(std::move(shared)),
+      peers_(std::move(peers)) {
     if (!cfg_.opfilter.empty()) opfilter_ = std::make_unique<OpFilter>(OpFilter{std::regex(cfg_.opfilter)});
 }
 
@@ -43,7 +53,7 @@ Session& NpuDevice::session() {
     if (!open_error_.empty()) throw Error(ErrorCode::Device, open_error_);
     if (!session_) {
         try {
-            session_ = std::make_unique<Session>(name_, cfg_, shared_.get());
+            session_ = std::make_unique<Session>(session_name_, cfg_, shared_.get());
         } catch (const Error& e) {
             open_error_ = e.what();
             throw;
@@ -78,8 +88,15 @@ void* NpuDevice::proc(const std::string& name) {
 }
 
 std::unique_ptr<Backend> NpuDevice::init_backend(const BackendParams& params) {
-    (void)params;
-    return std::make_unique<NpuBackend>(*this, session());
+    auto backend = std::make_unique<NpuBackend>(*this, session());
+    if (params.split_rows)
+        for (const auto& peer : peers_) {
+            // each side waits for the other's fences
+            session().map_peer_fences(peer->session());
+            peer->session().map_peer_fences(session());
+            backend->add_peer(std::make_unique<NpuBackend>(*peer, peer->session()));
+        }
+    return backend;
 }
 
 std::unique_ptr<Event> NpuDevice::new_event() { return std::make_unique<NpuEvent>(); }
@@ -99,13 +116,20 @@ void register_devices(Registry& registry) {
     }
     // One device runtime per physical device that has several sessions, shared by them.
     std::map<uint32_t, uint32_t> sessions;
-    for (const DeviceEntry& e : cfg.devices) ++sessions[e.members[0].device];
+    for (const DeviceEntry& e : cfg.devices)
+        for (const SessionRef& m : e.members) ++sessions[m.device];
     std::map<uint32_t, std::shared_ptr<SharedDevice>> shared;
     for (const auto& [device, n] : sessions)
         if (n > 1) shared[device] = std::make_shared<SharedDevice>("NPU" + std::to_string(device), n);
+    auto runtime_of = [&](const SessionRef& m) {
+        const auto it = shared.find(m.device);
+        return it != shared.end() ? it->second : nullptr;
+    };
     for (const DeviceEntry& e : cfg.devices) {
-        const auto it = shared.find(e.members[0].device);
-        registry.add(std::make_unique<NpuDevice>(e.name, cfg, it != shared.end() ? it->second : nullptr));
+        std::vector<std::unique_ptr<NpuDevice>> peers;
+        for (size_t r = 1; r < e.members.size(); ++r)
+            peers.push_back(std::make_unique<NpuDevice>(session_name(e.members[r]), cfg, runtime_of(e.members[r])));
+        registry.add(std::make_unique<NpuDevice>(e.name, session_name(e.members[0]), cfg, runtime_of(e.members[0]), std::move(peers)));
     }
 }
 

@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "backend/backend.hpp"
 #include "npu/host/buffer.hpp"
@@ -31,6 +32,12 @@ public:
     /// Device `name` ("NPU<p>", "NPU<p>:<v>") under `cfg`; opens nothing yet. With `shared`, its
     /// session is a virtual session of that device runtime (shared_link.hpp), else it has its own.
     NpuDevice(std::string name, const Config& cfg, std::shared_ptr<SharedDevice> shared = nullptr);
+    /// A group ("NPU[0-1]"; docs/npu.md, "Groups"): one device whose own session is rank 0's
+    /// (`lead` names it, e.g. "NPU0"; shared like a single device's) and whose `peers` are ranks
+    /// 1..n-1. Its memory is rank 0's, mapped on every peer; its streams split the rows of the
+    /// weights' matmuls across the ranks (BackendParams::split_rows).
+    NpuDevice(std::string name, std::string lead, const Config& cfg, std::shared_ptr<SharedDevice> shared,
+              std::vector<std::unique_ptr<NpuDevice>> peers);
     ~NpuDevice() override;
 
     std::string name() const override { return name_; }
@@ -61,6 +68,8 @@ public:
     /// The session, opened on first call. Throws what Session's constructor throws (and again on
     /// later calls: a device that failed to open stays unusable).
     Session& session();
+    /// A group's ranks 1..n-1 (empty for a single device).
+    const std::vector<std::unique_ptr<NpuDevice>>& peers() const { return peers_; }
     const Config& config() const { return cfg_; }
     /// Sets TESSEL_NPU_REORDER's switch for graphs allocated from now on (tests compare both in
     /// one process). Not thread-safe against a scheduler allocating on this device.
@@ -71,13 +80,14 @@ public:
     BufferType& host_buffer_type() { return host_buft_; }
 
 private:
-    std::string name_;
+    std::string name_, session_name_;
     Config cfg_;
     struct OpFilter;  // TESSEL_NPU_OPFILTER's compiled regex (device.cpp: <regex> stays out of this header)
     std::unique_ptr<OpFilter> opfilter_;
     NpuBufferType device_buft_, host_buft_;
     mutable std::mutex mu_;
     std::shared_ptr<SharedDevice> shared_;
+    std::vector<std::unique_ptr<NpuDevice>> peers_;
     std::unique_ptr<Session> session_;
     std::string open_error_;
 };

@@ -97,13 +97,7 @@ private:
             const uint32_t device = index(body.substr(0, colon), item, "a device index");
             const uint32_t session = colon == std::string_view::npos ? 0 : index(body.substr(colon + 1), item, "a session index");
             e.members.push_back({device, session});
-            // one name per session: "NPU02" and "NPU2:0" are NPU2
-            e.name = "NPU";
-            e.name += std::to_string(device);
-            if (session) {
-                e.name += ':';
-                e.name += std::to_string(session);
-            }
+            e.name = session_name(e.members[0]);  // one name per session: "NPU02" and "NPU2:0" are NPU2
         }
         for (const SessionRef& m : e.members) {
             for (const DeviceEntry& other : out_)
@@ -143,5 +137,15 @@ private:
 }  // namespace
 
 std::vector<DeviceEntry> parse_device_string(std::string_view s, std::string_view source) { return Parser(s, source).run(); }
+
+std::string session_name(const SessionRef& s) {
+    std::string name = "NPU";
+    name += std::to_string(s.device);
+    if (s.session) {
+        name += ':';
+        name += std::to_string(s.session);
+    }
+    return name;
+}
 
 }  // namespace tessel::npu

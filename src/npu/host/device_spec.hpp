@@ -29,6 +29,9 @@ struct DeviceEntry {
     bool group() const { return members.size() > 1; }
 };
 
+/// The registry name of session `s`: "NPU<p>", or "NPU<p>:<v>" for v > 0.
+std::string session_name(const SessionRef& s);
+
 /// Parses a device string:
 ///   - a count "0".."16": NPU0..NPU(n-1), n physical devices (unlike the seed, where a count means
 ///     n virtual sessions of device 0);

@@ -123,7 +123,7 @@ MatmulPlan plan_matmul(const MatmulShape& s, const DeviceBudget& b) {
 
 tsl_npu_matmul_kparams matmul_kparams_of(const MatmulPlan& p) {
     auto u32 = [](int64_t v) { return static_cast<uint32_t>(std::clamp<int64_t>(v, 0, UINT32_MAX)); };
-    return tsl_npu_matmul_kparams{p.kernel, p.dma, u32(p.act_rows), u32(p.chunk), p.threads, 0};
+    return tsl_npu_matmul_kparams{p.kernel, p.dma, u32(p.act_rows), u32(p.chunk), p.threads, 0, 0};
 }
 
 std::string plan_text(const MatmulPlan& p) {

@@ -33,7 +33,7 @@ extern "C" {
 
 /* Bumped on any change of a struct below or of an opcode's meaning; the host refuses a device
  * that reports another version. */
-#define TSL_NPU_PROTO_VERSION 6u
+#define TSL_NPU_PROTO_VERSION 7u
 
 #define TSL_NPU_MAX_SRC 12          /* enough for an N-way fused matmul or a 4-rank all-reduce + residual */
 #define TSL_NPU_MAX_DST 8
@@ -247,8 +247,13 @@ typedef struct tsl_npu_matmul_kparams {
                           item runs once per step against that step's columns */
     uint32_t chunk;    /* items (row tiles) a worker claims at a time */
     uint32_t threads;  /* workers that run the op (<= hwinfo.n_threads); the others return at once */
-    uint32_t reserved; /* 0 */
+    uint16_t part;     /* with n_parts > 1: the op computes only part `part` of every output's row tiles, */
+    uint16_t n_parts;  /* row tiles [n_rt * part / n_parts, n_rt * (part + 1) / n_parts) (a group's rank);
+                          0 or 1: all rows */
 } tsl_npu_matmul_kparams;
+
+/* Most parts a matmul's rows may be split into (tsl_npu_matmul_kparams.n_parts). */
+#define TSL_NPU_MM_MAX_PARTS 16u
 
 /* Activation columns a matmul kernel computes per pass over a row tile (its accumulators). */
 #define TSL_NPU_MM_COLS 64u
