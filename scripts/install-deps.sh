@@ -10,6 +10,8 @@ PINNED=(
   "libgtest-dev=1.12.1-0.2"
   "googletest=1.12.1-0.2"   # GoogleTest sources (/usr/src/googletest), built for the aarch64 cross build
   "libbenchmark-dev=1.7.1-1"  # Google Benchmark: bench/ (bench_kernels); host builds only
+  "libopenmpi-dev=4.1.4-3+b1"  # OpenMPI: the all-reduce across processes (-DTESSEL_MPI=ON, the CI's release build)
+  "openmpi-bin=4.1.4-3+b1"     # mpirun for its tests
 )
 # Libraries that Debian 12 updates through bookworm-security (libssl-dev: libcrypto for the SHA-256
 # of fetched models; libpcre2-dev: the pre-tokenizer regexes) cannot be pinned to one version: the

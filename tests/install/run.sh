@@ -19,7 +19,7 @@ mv "$work/installed" "$work/moved"
 version=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$build/CMakeCache.txt")
 PKG_CONFIG_PATH="$work/moved/lib/pkgconfig" cmake -S "$here" -B "$work/consumer" -G Ninja \
   -DCMAKE_BUILD_TYPE=Release -DC_API_TEST="$src/tests/api/c_api_test.c" -DTESSEL_TEST_VERSION="$version" >/dev/null
-cmake --build "$work/consumer" >/dev/null
+cmake --build "$work/consumer" >"$work/build.log" || { cat "$work/build.log"; exit 1; }
 # Nothing of the build tree may be reached: the programs link the moved installed tree only.
 if ldd "$work/consumer/c_api_shared" | grep -F "$build"; then
   echo "install test: c_api_shared loads a library of the build tree" >&2

@@ -182,7 +182,7 @@ TEST(NpuAllReduceErrors, NameTheRankAndWhatWasExpected) {
     // Through the registry's entry point, as a backend user reaches it.
     auto* api = static_cast<AllReduceApi*>(ranks.devices[0]->proc("allreduce_comm"));
     ASSERT_NE(api, nullptr);
-    Communicator* c = api->init(streams.data(), 2);
+    AllReduceComm* c = api->init(streams.data(), 2);
     const std::vector<Tensor*> ok = {&a, &b};
     EXPECT_NE(error_of([&] { api->allreduce_tensor(c, ok.data(), 2, 7); }).find("mode 7"), std::string::npos);
     std::vector<float> va(256, 1.5f), vb(256, 2.25f);

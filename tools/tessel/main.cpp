@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <algorithm>
 #include <exception>
@@ -43,6 +44,10 @@ std::vector<std::string> rewrite_aliases(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    // Under mpirun every rank runs the same command and computes its part (docs/npu.md, "A model
+    // across MPI ranks"); rank 0 alone writes the command's output.
+    if (const char* rank = std::getenv("OMPI_COMM_WORLD_RANK"); rank && std::string_view(rank) != "0")
+        if (!std::freopen("/dev/null", "w", stdout)) return 1;
     CLI::App app{"tessel: LLM inference engine for heterogeneous edge hardware"};
     app.require_subcommand(1);
     tessel::cli::add_info_command(app);

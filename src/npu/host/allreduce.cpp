@@ -78,19 +78,19 @@ void Communicator::allreduce(std::span<Tensor* const> tensors, AllReduceMode mod
     }
 }
 
-namespace {
+void allreduce_api_free(AllReduceComm* comm) { delete comm; }
 
-Communicator* api_init(Backend* const* streams, int n) { return new Communicator(std::span<Backend* const>(streams, n < 0 ? 0 : static_cast<size_t>(n))); }
-void api_free(Communicator* comm) { delete comm; }
-void api_allreduce(Communicator* comm, Tensor* const* tensors, int n, int mode) {
+void allreduce_api_call(AllReduceComm* comm, Tensor* const* tensors, int n, int mode) {
     if (mode != 0 && mode != 1) bad("mode " + std::to_string(mode) + "; 0 (elements) or 1 (rows) expected");
     comm->allreduce(std::span<Tensor* const>(tensors, n < 0 ? 0 : static_cast<size_t>(n)), static_cast<AllReduceMode>(mode));
 }
 
-}  // namespace
-
 const AllReduceApi& allreduce_api() {
-    static const AllReduceApi api{api_init, api_free, api_allreduce};
+    static const AllReduceApi api{
+        [](Backend* const* streams, int n) -> AllReduceComm* {
+            return new Communicator(std::span<Backend* const>(streams, n < 0 ? 0 : static_cast<size_t>(n)));
+        },
+        allreduce_api_free, allreduce_api_call};
     return api;
 }
 

@@ -86,7 +86,7 @@ void NpuBackend::throw_unfit(const Tensor& node, const std::vector<Operand>& ope
 
 void NpuBackend::graph_compute(const std::vector<Tensor*>& nodes, uint64_t graph_uid) {
     session_.check();
-    if (!peers_.empty()) graph_uid = 0;  // a group's batches carry fresh fence values: never sent twice
+    if (!peers_.empty() || remote_) graph_uid = 0;  // a group's batches carry fresh fence values, a split one host steps: never resent
     flush();  // nothing of an earlier call may join a cached graph's batches
     last_kernels_.clear();
     if (profiling_) note_profiled(nodes);
@@ -121,8 +121,9 @@ void NpuBackend::graph_compute(const std::vector<Tensor*>& nodes, uint64_t graph
         for (size_t i = graph.next_op(0), next = 0; i < nodes.size(); i = graph.next_op(next)) {
             const FusedOp f = next_device_op(ctx, i, fits_alone, &next);
             const std::vector<Operand> all = operands(f.op);
-            const bool split = !peers_.empty() && f.op.opcode == TSL_NPU_OP_MUL_MAT && (f.nodes.front()->src[0]->flags & kFlagWeight);
-            const uint32_t idx = split ? add_split(f, all) : add_fitted(f, all);
+            const bool split = (!peers_.empty() || remote_) && f.op.opcode == TSL_NPU_OP_MUL_MAT &&
+                               (f.nodes.front()->src[0]->flags & kFlagWeight);
+            const uint32_t idx = !split ? add_fitted(f, all) : remote_ ? add_remote_part(f, all) : add_split(f, all);
             std::string text;
             for (const Tensor* n : f.nodes) {
                 if (profile) text.append(text.empty() ? "" : "; ").append(profile_text(*n));
@@ -161,18 +162,34 @@ uint32_t NpuBackend::add_fitted(const FusedOp& f, const std::vector<Operand>& op
     return idx;
 }
 
+namespace {
+
+// f's matmul kparams with part `part` of `n_parts`.
+std::array<uint8_t, TSL_NPU_KPARAMS_BYTES> part_kparams(const FusedOp& f, uint16_t part, uint16_t n_parts) {
+    std::array<uint8_t, TSL_NPU_KPARAMS_BYTES> kp = f.op.kparams;
+    tsl_npu_matmul_kparams m;
+    std::memcpy(&m, kp.data() + TSL_NPU_KPARAMS_BODY, sizeof m);
+    m.part = part;
+    m.n_parts = n_parts;
+    std::memcpy(kp.data() + TSL_NPU_KPARAMS_BODY, &m, sizeof m);
+    return kp;
+}
+
+}  // namespace
+
+uint32_t NpuBackend::add_remote_part(const FusedOp& f, const std::vector<Operand>& operands) {
+    const auto kp = part_kparams(f, static_cast<uint16_t>(remote_->rank()), static_cast<uint16_t>(remote_->n_ranks()));
+    const uint32_t idx = add_fitted(f, operands, kp.data());
+    flush();
+    session_.synchronize();
+    for (const Operand& d : f.op.dsts)
+        if (d.tensor) remote_->gather_parts(*d.tensor);
+    return idx;
+}
+
 uint32_t NpuBackend::add_split(const FusedOp& f, const std::vector<Operand>& operands) {
-    // f's kparams with part `part` of the group's ranks
     const auto n_parts = static_cast<uint16_t>(peers_.size() + 1);
-    auto part_kparams = [&](uint16_t part) {
-        std::array<uint8_t, TSL_NPU_KPARAMS_BYTES> kp = f.op.kparams;
-        tsl_npu_matmul_kparams m;
-        std::memcpy(&m, kp.data() + TSL_NPU_KPARAMS_BODY, sizeof m);
-        m.part = part;
-        m.n_parts = n_parts;
-        std::memcpy(kp.data() + TSL_NPU_KPARAMS_BODY, &m, sizeof m);
-        return kp;
-    };
+    auto part_kparams = [&](uint16_t part) { return npu::part_kparams(f, part, n_parts); };
     int32_t params[TSL_NPU_OP_PARAMS];
     // This stream's FENCE: its earlier ops (the activations) are done; each peer waits for it.
     const auto [slot, value] = session_.next_fence();

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "npu/host/allreduce.hpp"
 #include "npu/host/opbatch.hpp"
 #include "npu/link/shm.hpp"
 
@@ -95,6 +96,10 @@ public:
     /// every matmul of a weight (docs/npu.md, "Groups"). The peer's session must read this one's
     /// fences and this one the peer's (Session::map_peer_fences).
     void add_peer(std::unique_ptr<NpuBackend> peer) { peers_.push_back(std::move(peer)); }
+    /// Ranks in other processes (an MPI job, allreduce.hpp RowParts): from now on graph_compute
+    /// computes this rank's part of every matmul of a weight, waits for it and exchanges the parts
+    /// with the other ranks before the ops that read them.
+    void set_remote_ranks(std::unique_ptr<RowParts> ranks) { remote_ = std::move(ranks); }
 
     /// Calls of graph_compute served from the translation cache.
     uint64_t cache_hits() const { return cache_hits_; }
@@ -108,6 +113,9 @@ private:
     /// fenced so that each peer starts after this stream's earlier ops and this stream goes on
     /// after every peer's part. Returns the op's index in this stream's batch.
     uint32_t add_split(const FusedOp& f, const std::vector<Operand>& operands);
+    /// Ranks in other processes: queues this rank's part of op f, runs it and gathers the other
+    /// ranks' parts of its outputs (RowParts::gather_parts). Returns the op's index in its batch.
+    uint32_t add_remote_part(const FusedOp& f, const std::vector<Operand>& operands);
     /// Adds op f over `operands` with `kparams` (f's own when null) to the open batch, sending it
     /// first when f does not fit; returns the op's index.
     uint32_t add_fitted(const FusedOp& f, const std::vector<Operand>& operands, const uint8_t* kparams = nullptr);
@@ -135,6 +143,7 @@ private:
     bool profiling_ = false;
     std::vector<const Tensor*> profiled_nodes_;  // while profiling: the nodes sent since take_profile
     std::vector<std::unique_ptr<NpuBackend>> peers_;  // a group's ranks 1..n-1
+    std::unique_ptr<RowParts> remote_;                // ranks in other processes
     std::unique_ptr<ShmBuffer> staging_;
     uint64_t staging_used_ = 0;
     struct PendingRead {

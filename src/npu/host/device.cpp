@@ -5,6 +5,9 @@
 
 #include "backend/registry.hpp"
 #include "npu/host/allreduce.hpp"
+#ifdef TESSEL_MPI
+#include "npu/host/allreduce_mpi.hpp"
+#endif
 #include "npu/host/backend.hpp"
 #include "npu/host/session.hpp"
 #include "npu/host/translate.hpp"
@@ -84,11 +87,21 @@ void* NpuDevice::proc(const std::string& name) {
     if (name == "host_buffer_type") return static_cast<BufferType*>(&host_buft_);
     if (name == "cpu_compute_buffer_type" && cfg_.hostbuf) return static_cast<BufferType*>(&host_buft_);
     if (name == "allreduce_comm") return const_cast<AllReduceApi*>(&allreduce_api());
+#ifdef TESSEL_MPI
+    if (name == "allreduce_comm_mpi") return const_cast<AllReduceApi*>(&mpi_allreduce_api());
+#endif
     return nullptr;
 }
 
 std::unique_ptr<Backend> NpuDevice::init_backend(const BackendParams& params) {
     auto backend = std::make_unique<NpuBackend>(*this, session());
+#ifdef TESSEL_MPI
+    // started by mpirun with several ranks: each process's device computes its part of the rows
+    if (params.split_rows && peers_.empty() && launched_as_mpi_ranks()) {
+        Backend* stream = backend.get();
+        backend->set_remote_ranks(std::make_unique<MpiCommunicator>(std::span<Backend* const>(&stream, 1)));
+    }
+#endif
     if (params.split_rows)
         for (const auto& peer : peers_) {
             // each side waits for the other's fences

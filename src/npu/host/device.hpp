@@ -61,7 +61,8 @@ public:
     bool supports_buft(const BufferType& bt) const override { return &bt == &device_buft_ || &bt == &host_buft_; }
     /// "host_buffer_type": the NPUn-HOST BufferType*; "cpu_compute_buffer_type": the same when
     /// TESSEL_NPU_HOSTBUF=1 (the scheduler then gives the CPU its compute memory there), else nullptr;
-    /// "allreduce_comm": the all-reduce communicator's entry points, an AllReduceApi* (allreduce.hpp).
+    /// "allreduce_comm": the all-reduce communicator's entry points, an AllReduceApi* (allreduce.hpp);
+    /// "allreduce_comm_mpi": the same across MPI processes (allreduce_mpi.hpp; builds with TESSEL_MPI).
     void* proc(const std::string& name) override;
     std::unique_ptr<Event> new_event() override;
 
