@@ -189,7 +189,6 @@ uint32_t NpuBackend::add_remote_part(const FusedOp& f, const std::vector<Operand
 
 uint32_t NpuBackend::add_split(const FusedOp& f, const std::vector<Operand>& operands) {
     const auto n_parts = static_cast<uint16_t>(peers_.size() + 1);
-    auto part_kparams = [&](uint16_t part) { return npu::part_kparams(f, part, n_parts); };
     int32_t params[TSL_NPU_OP_PARAMS];
     // This stream's FENCE: its earlier ops (the activations) are done; each peer waits for it.
     const auto [slot, value] = session_.next_fence();
@@ -198,11 +197,11 @@ uint32_t NpuBackend::add_split(const FusedOp& f, const std::vector<Operand>& ope
     for (size_t r = 0; r < peers_.size(); ++r) {
         NpuBackend& peer = *peers_[r];
         peer.enqueue(TSL_NPU_OP_FENCE_WAIT, "FENCE_WAIT", {session_.fence_operand()}, {}, params);
-        const auto kp = part_kparams(static_cast<uint16_t>(r + 1));
+        const auto kp = part_kparams(f, static_cast<uint16_t>(r + 1), n_parts);
         peer.enqueue(f.op.opcode, f.name, f.op.srcs, f.op.dsts, f.params);
         std::memcpy(peer.batch_.last_op().kparams, kp.data(), kp.size());
     }
-    const auto kp0 = part_kparams(0);
+    const auto kp0 = part_kparams(f, 0, n_parts);
     const uint32_t idx = add_fitted(f, operands, kp0.data());
     // Each peer's FENCE after its part; this stream goes on once every part is done.
     for (auto& peer : peers_) {
