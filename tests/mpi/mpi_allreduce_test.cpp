@@ -76,6 +76,10 @@ TEST(MpiAllReduce, ATensorOfAnotherSizeOnOneRankIsAnErrorOnEvery) {
     Backend* streams[] = {stream.get()};
     AllReduceComm* comm = api->init(streams, 1);
     const int rank = static_cast<MpiCommunicator*>(comm)->rank();
+    if (comm->size() < 2) {
+        api->free(comm);
+        GTEST_SKIP() << "one rank: no other rank to differ from (CTest runs this under mpirun -np 2..4)";
+    }
     Tensor t;
     t.set_shape(DType::F32, {rank == 1 ? int64_t{300} : int64_t{256}});
     auto buf = npu.buffer_type().alloc_buffer(t.n_bytes());

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The default model split across MPI ranks (docs/npu.md, "A model across MPI ranks"): `mpirun -np N
 # tessel run --device npu` (each rank's NPU computes its part of every weight matmul's rows, the parts
-# exchanged over TCP on loopback) prints the same greedy text as one process, for 2 and 3 ranks; and
-# a rank killed in the middle of a long run makes mpirun exit non-zero within the NPU timeout + 5 s.
+# exchanged over TCP on loopback) prints the same greedy text as one process, for 2 and 3 ranks; a
+# random seed, chat and serve are refused under it; ranks given other flags end the job (non-zero)
+# within the NPU timeout + 5 s instead of hanging; and a rank killed in the middle of a long run makes
+# mpirun exit non-zero within the NPU timeout + 5 s.
 # Usage: run_split.sh TESSEL MPIRUN_AND_FLAGS...
 set -u
 tessel=$1; shift
@@ -19,6 +21,22 @@ for n in 2 3; do
   [[ $got == "$want" ]] || fail "$n ranks printed '$got', one process '$want'"
 done
 echo "-- one process: $want"
+
+# What cannot split: refused on every rank with a flag error (exit 2), before any model is loaded.
+out=$(timeout 120 "${mpirun[@]}" -np 2 "$tessel" run --device npu -p "$prompt" -n 4 --temp 0.8 2>&1)
+[[ $? -ne 0 && $out == *"give --seed N"* ]] || fail "a random seed under mpirun was not refused: $out"
+out=$(echo hi | timeout 120 "${mpirun[@]}" -np 2 "$tessel" chat --device npu -n 4 2>&1)
+[[ $? -ne 0 && $out == *"its input reaches rank 0 only"* ]] || fail "chat under mpirun was not refused: $out"
+# Ranks given other lengths: the one left waiting ends the job after TESSEL_NPU_TIMEOUT_MS (2 s here).
+start=$(date +%s)
+out=$(TESSEL_NPU_TIMEOUT_MS=2000 timeout 120 "${mpirun[@]}" -x TESSEL_NPU_TIMEOUT_MS -np 1 "$tessel" "${args[@]}" : \
+      -np 1 "$tessel" run --device npu -p "$prompt" -n 4 --temp 0 2>&1)
+rc=$?
+elapsed=$(( $(date +%s) - start ))
+echo "-- ranks given -n 24 and -n 4: exit $rc after ${elapsed} s"
+[[ $rc -ne 0 && $rc -ne 124 ]] || fail "ranks with other -n: exit $rc"
+(( elapsed <= 7 )) || fail "ranks with other -n took ${elapsed} s, more than the 2 s timeout + 5"
+[[ $out == *"not every rank took part within TESSEL_NPU_TIMEOUT_MS=2000"* ]] || fail "no timeout message: $out"
 
 # A killed rank: rank 1 of a long run, once it has started generating.
 "${mpirun[@]}" -np 2 "$tessel" run --device npu -p "$prompt" -n 4000 --temp 0 --ignore-eos >/dev/null 2>/tmp/run_split.$$.err &

@@ -262,6 +262,7 @@ void add_run_commands(CLI::App& app) {
             cmd->callback([o, p, f] {
                 if (p->count() == 0 && f->count() == 0) throw CLI::RequiredError("run: -p PROMPT or -f FILE");
                 process_escapes(*o);
+                check_mpi_ranks(o->model, "tessel run", false, &o->sampling);
                 run(*o);
             });
         } else {
@@ -269,6 +270,7 @@ void add_run_commands(CLI::App& app) {
             cmd->add_option("--in-suffix", o->in_suffix, "Text put after each user line");
             cmd->callback([o] {
                 process_escapes(*o);
+                check_mpi_ranks(o->model, "tessel chat", true);
                 chat(*o);
             });
         }

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -57,6 +58,21 @@ void add_split_mode_option(CLI::App& cmd, std::string& mode) {
 }
 
 SplitMode split_mode_of(const std::string& mode) { return mode == "none" ? SplitMode::None : SplitMode::Row; }
+
+void check_mpi_ranks(const ModelOptions& o, const char* command, bool interactive, const SamplerParams* sampling) {
+    int ranks = 1;
+    for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
+        if (const char* v = std::getenv(var)) {
+            ranks = std::atoi(v);
+            break;
+        }
+    if (ranks <= 1 || o.split_mode == "none") return;
+    const std::string under = std::string(command) + " under mpirun (" + std::to_string(ranks) + " ranks splitting the rows)";
+    if (interactive)
+        throw CLI::ValidationError(under + ": its input reaches rank 0 only; run it in one process, or with --split-mode none");
+    if (sampling && sampling->temp > 0.0f && sampling->seed == kRandomSeed)
+        throw CLI::ValidationError(under + ": every rank must sample the same tokens; give --seed N (or --temp 0, or --split-mode none)");
+}
 
 void add_packing_flag(CLI::App& cmd) {
     cmd.add_flag_callback("--no-packed", [] { set_weight_packing(false); },

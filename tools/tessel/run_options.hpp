@@ -33,6 +33,10 @@ CLI::Validator device_validator();
 void add_split_mode_option(CLI::App& cmd, std::string& mode);
 /// "none" -> SplitMode::None, else Row.
 SplitMode split_mode_of(const std::string& mode);
+/// Under mpirun with several ranks that split the rows (docs/npu.md, "A model across MPI ranks"), every
+/// rank must decode the same tokens: `interactive` commands (chat, serve; their input reaches rank 0
+/// only) and sampling with a random seed (`sampling`, when given) are flag errors naming the fix.
+void check_mpi_ranks(const ModelOptions& o, const char* command, bool interactive, const SamplerParams* sampling = nullptr);
 /// Registers --no-packed: weights stay in the CPU's plain buffer type (no CPU_PACKED).
 void add_packing_flag(CLI::App& cmd);
 /// Registers llama.cpp's sampling flags on cmd: --temp, --top-k, --top-p, --min-p, --typical,

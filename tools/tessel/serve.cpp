@@ -38,6 +38,7 @@ void add_serve_command(CLI::App& app) {
                            "Decode every prompt whole (do not reuse a prefix cached by a slot)");
     cmd->add_option("--http-threads", s.http_threads, "HTTP worker threads (0: slots + queue + 4)")->check(CLI::Range(0, 4096));
     cmd->callback([o] {
+        check_mpi_ranks(o->model, "tessel serve", true);
         const LoadedModel loaded = load_model(o->model);
         o->server.n_batch = o->model.n_batch;
         o->server.chat_template = chat_template_for(*loaded.model, o->chat_template);

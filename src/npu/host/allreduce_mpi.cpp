@@ -3,6 +3,10 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <thread>
 #include <cstdint>
 #include <cstdlib>
 #include <utility>
@@ -15,7 +19,11 @@
 namespace tessel::npu {
 namespace {
 
-/// Initialises MPI once (unless the program did) and finalises what it initialised at exit.
+/// Set when an MPI call failed: the other ranks may be inside a collective this one left.
+std::atomic<bool> g_failed{false};
+
+/// Initialises MPI once (unless the program did) and finalises what it initialised at exit (after
+/// a failed call: ends the job instead, since finalising would wait for ranks stuck in a collective).
 class MpiSession {
 public:
     static void join() { static MpiSession session; }
@@ -34,13 +42,17 @@ private:
     ~MpiSession() {
         int done = 0;
         MPI_Finalized(&done);
-        if (owned_ && !done) MPI_Finalize();
+        if (owned_ && !done) {
+            if (g_failed.load()) MPI_Abort(MPI_COMM_WORLD, 1);
+            MPI_Finalize();
+        }
     }
     bool owned_ = false;
 };
 
 void check(int status, const char* call, int rank) {
     if (status == MPI_SUCCESS) return;
+    g_failed.store(true);
     char text[MPI_MAX_ERROR_STRING];
     int len = 0;
     MPI_Error_string(status, text, &len);
@@ -49,7 +61,7 @@ void check(int status, const char* call, int rank) {
 
 }  // namespace
 
-MpiCommunicator::MpiCommunicator(std::span<Backend* const> streams) {
+MpiCommunicator::MpiCommunicator(std::span<Backend* const> streams, uint32_t timeout_ms) : timeout_ms_(timeout_ms) {
     if (streams.size() != 1 || !streams[0])
         throw Error(ErrorCode::InvalidArgument,
                     "all-reduce over MPI: " + std::to_string(streams.size()) + " streams; one per process (its rank's) expected");
@@ -57,6 +69,24 @@ MpiCommunicator::MpiCommunicator(std::span<Backend* const> streams) {
     MpiSession::join();
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
+}
+
+void MpiCommunicator::wait(MPI_Request& request, const char* call) const {
+    const auto start = std::chrono::steady_clock::now();
+    for (uint64_t polls = 0;; ++polls) {
+        int done = 0;
+        check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), call, rank_);
+        if (done) return;
+        if (polls < 1000) continue;  // a short spin: most exchanges end within it
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+        if (std::chrono::steady_clock::now() - start > std::chrono::milliseconds(timeout_ms_)) {
+            std::fprintf(stderr,
+                         "tessel: error: MPI rank %d: %s: not every rank took part within TESSEL_NPU_TIMEOUT_MS=%u "
+                         "(a rank that stopped, or one given other flags); ending the job\n",
+                         rank_, call, timeout_ms_);
+            MPI_Abort(MPI_COMM_WORLD, 3);
+        }
+    }
 }
 
 void MpiCommunicator::allreduce(std::span<Tensor* const> tensors, AllReduceMode /*both modes sum every element*/) {
@@ -69,7 +99,9 @@ void MpiCommunicator::allreduce(std::span<Tensor* const> tensors, AllReduceMode 
     // Every rank learns every rank's element count first, so a mismatch is an error on all of them.
     const int64_t n = t.n_elements();
     std::vector<int64_t> counts(static_cast<size_t>(size_));
-    check(MPI_Allgather(&n, 1, MPI_INT64_T, counts.data(), 1, MPI_INT64_T, MPI_COMM_WORLD), "MPI_Allgather", rank_);
+    MPI_Request request;
+    check(MPI_Iallgather(&n, 1, MPI_INT64_T, counts.data(), 1, MPI_INT64_T, MPI_COMM_WORLD, &request), "MPI_Iallgather", rank_);
+    wait(request, "MPI_Iallgather");
     for (int r = 0; r < size_; ++r)
         if (counts[static_cast<size_t>(r)] != n)
             throw Error(ErrorCode::InvalidArgument, me + ": tensor " + describe(t) + " has " + std::to_string(n) + " elements, rank " +
@@ -78,8 +110,9 @@ void MpiCommunicator::allreduce(std::span<Tensor* const> tensors, AllReduceMode 
     stream_->synchronize();
     std::vector<float> mine(static_cast<size_t>(n)), all(static_cast<size_t>(n) * static_cast<size_t>(size_));
     t.buffer->get_tensor(t, mine.data(), 0, mine.size() * sizeof(float));
-    check(MPI_Allgather(mine.data(), static_cast<int>(n), MPI_FLOAT, all.data(), static_cast<int>(n), MPI_FLOAT, MPI_COMM_WORLD),
-          "MPI_Allgather", rank_);
+    check(MPI_Iallgather(mine.data(), static_cast<int>(n), MPI_FLOAT, all.data(), static_cast<int>(n), MPI_FLOAT, MPI_COMM_WORLD, &request),
+          "MPI_Iallgather", rank_);
+    wait(request, "MPI_Iallgather");
     for (size_t i = 0; i < mine.size(); ++i) {
         float sum = all[i];
         for (size_t r = 1; r < static_cast<size_t>(size_); ++r) sum += all[r * mine.size() + i];
@@ -114,9 +147,11 @@ void MpiCommunicator::gather_parts(const Tensor& t) {
     const auto [my_lo, my_hi] = rows(rank_);
     std::vector<float> mine(static_cast<size_t>((my_hi - my_lo) * cols));
     for (int64_t c = 0; c < cols; ++c) std::copy(column(c) + my_lo, column(c) + my_hi, mine.begin() + c * (my_hi - my_lo));
-    check(MPI_Allgatherv(mine.data(), static_cast<int>(mine.size()), MPI_FLOAT, all.data(), counts.data(), displs.data(), MPI_FLOAT,
-                         MPI_COMM_WORLD),
-          "MPI_Allgatherv", rank_);
+    MPI_Request request;
+    check(MPI_Iallgatherv(mine.data(), static_cast<int>(mine.size()), MPI_FLOAT, all.data(), counts.data(), displs.data(), MPI_FLOAT,
+                          MPI_COMM_WORLD, &request),
+          "MPI_Iallgatherv", rank_);
+    wait(request, "MPI_Iallgatherv");
     for (int p = 0; p < size_; ++p) {
         if (p == rank_) continue;
         const auto [lo, hi] = rows(p);

@@ -6,6 +6,9 @@
 // NpuDevice::proc("allreduce_comm_mpi").
 #pragma once
 
+#include <mpi.h>
+
+#include <cstdint>
 #include <span>
 
 #include "npu/host/allreduce.hpp"
@@ -17,7 +20,12 @@ public:
     /// Joins MPI_COMM_WORLD with `stream` as this process's rank (MPI is initialised on first
     /// use, thread level FUNNELED, and finalised at exit). Throws tessel::Error(InvalidArgument)
     /// unless exactly one stream is given, Error(Device) when MPI cannot start.
-    explicit MpiCommunicator(std::span<Backend* const> streams);
+    ///
+    /// A rank that waits for the others longer than `timeout_ms` (TESSEL_NPU_TIMEOUT_MS: a rank
+    /// that stopped taking part, e.g. one given other flags) prints the error and ends the whole job
+    /// (MPI_Abort): in a collective there is no other way not to hang. A process whose MPI call failed
+    /// ends the job the same way at exit instead of finalising, for the same reason.
+    explicit MpiCommunicator(std::span<Backend* const> streams, uint32_t timeout_ms = 10000);
     /// Ranks of MPI_COMM_WORLD.
     size_t size() const override { return static_cast<size_t>(size_); }
     int rank() const override { return rank_; }
@@ -34,7 +42,11 @@ public:
     int n_ranks() const override { return size_; }
 
 private:
+    /// Waits for `request` (a non-blocking collective); past the timeout, ends the job.
+    void wait(MPI_Request& request, const char* call) const;
+
     Backend* stream_;
+    uint32_t timeout_ms_;
     int rank_ = 0, size_ = 1;
 };
 

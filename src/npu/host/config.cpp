@@ -48,7 +48,7 @@ std::vector<CpuSet> cpu_sets(const std::vector<DeviceEntry>& devices) {
     if (!v) return {};
     const std::string s(*v);
     const CpuSet allowed = CpuSet::allowed();
-    const std::string expected = "CPU lists such as 0-1 or 0-1;2-3 (one per physical device), CPUs this process may use (" +
+    const std::string expected = "CPU lists such as 0-1, or 0-1;2-3 (the i-th for device NPUi), CPUs this process may use (" +
                                  allowed.text() + ")";
     std::vector<CpuSet> sets;
     size_t start = 0;

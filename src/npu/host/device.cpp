@@ -99,7 +99,7 @@ std::unique_ptr<Backend> NpuDevice::init_backend(const BackendParams& params) {
     // started by mpirun with several ranks: each process's device computes its part of the rows
     if (params.split_rows && peers_.empty() && launched_as_mpi_ranks()) {
         Backend* stream = backend.get();
-        backend->set_remote_ranks(std::make_unique<MpiCommunicator>(std::span<Backend* const>(&stream, 1)));
+        backend->set_remote_ranks(std::make_unique<MpiCommunicator>(std::span<Backend* const>(&stream, 1), cfg_.timeout_ms));
     }
 #endif
     if (params.split_rows)
