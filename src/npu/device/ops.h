@@ -285,7 +285,7 @@ int32_t tsl_npu_fence_run(tsl_npu_op_ctx* c);  /* FENCE */
 int32_t tsl_npu_fence_wait_check(const tsl_npu_op_ctx* c);
 int32_t tsl_npu_fence_wait_run(tsl_npu_op_ctx* c);  /* FENCE_WAIT */
 int32_t tsl_npu_allreduce_check(const tsl_npu_op_ctx* c);
-int32_t tsl_npu_allreduce_run(tsl_npu_op_ctx* c);  /* ALLREDUCE */
+int32_t tsl_npu_allreduce_run(tsl_npu_op_ctx* c);  /* ALLREDUCE, ALLREDUCE_ADD */
 int32_t tsl_npu_unary_check(const tsl_npu_op_ctx* c);
 int32_t tsl_npu_unary_run(tsl_npu_op_ctx* c);  /* UNARY */
 int32_t tsl_npu_glu_check(const tsl_npu_op_ctx* c);

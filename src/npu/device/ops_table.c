@@ -36,6 +36,7 @@ static const tsl_npu_op_kind k_ops[TSL_NPU_OP_COUNT] = {
     [TSL_NPU_OP_FLASH_ATTN_EXT] = {3, 1, tsl_npu_flash_attn_check, tsl_npu_flash_attn_run, 0},
     [TSL_NPU_OP_FENCE_WAIT] = {1, 0, tsl_npu_fence_wait_check, tsl_npu_fence_wait_run, 0},
     [TSL_NPU_OP_ALLREDUCE] = {0, 2, tsl_npu_allreduce_check, tsl_npu_allreduce_run, 0},
+    [TSL_NPU_OP_ALLREDUCE_ADD] = {3, 1, tsl_npu_allreduce_check, tsl_npu_allreduce_run, 0},
 };
 
 const tsl_npu_op_kind* tsl_npu_op_lookup(uint32_t opcode) {

@@ -89,7 +89,8 @@ void MpiCommunicator::wait(MPI_Request& request, const char* call) const {
     }
 }
 
-void MpiCommunicator::allreduce(std::span<Tensor* const> tensors, AllReduceMode /*both modes sum every element*/) {
+void MpiCommunicator::allreduce(std::span<Tensor* const> tensors, AllReduceMode /*both modes sum every element*/,
+                                AllReduceUse /*the sums always land in the tensors*/) {
     const std::string me = "all-reduce over MPI, rank " + std::to_string(rank_);
     if (tensors.size() != 1 || !tensors[0])
         throw Error(ErrorCode::InvalidArgument, me + ": " + std::to_string(tensors.size()) + " tensors; this rank's one expected");

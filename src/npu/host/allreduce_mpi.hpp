@@ -34,10 +34,11 @@ public:
     /// Sums this rank's tensor (tensors[0]: F32, contiguous, its shape the same on every rank)
     /// over all ranks in place, after waiting for the stream's queued work; returns when every rank
     /// has contributed (a collective call: every rank must make it, in the same order). Both modes
-    /// give the same sums. Throws tessel::Error(InvalidArgument) naming the rank whose tensor
+    /// give the same sums, and `use` changes nothing (the sums always land in the tensors). Throws
+    /// tessel::Error(InvalidArgument) naming the rank whose tensor
     /// differs in element count (every rank throws), Error(Device) naming the MPI call and its
     /// error when MPI fails (e.g. a peer that died).
-    void allreduce(std::span<Tensor* const> tensors, AllReduceMode mode) override;
+    void allreduce(std::span<Tensor* const> tensors, AllReduceMode mode, AllReduceUse use = AllReduceUse::Tensors) override;
 
     int n_ranks() const override { return size_; }
 

@@ -40,6 +40,10 @@ std::string NpuBackend::kernel_name(const Tensor& t) const {
 }
 
 void NpuBackend::flush() {
+    if (pending_allreduce_) {
+        const auto pending = std::move(pending_allreduce_);
+        return pending->release();  // decides the fusion and sends every rank's batch, this one's too
+    }
     for (auto& peer : peers_) peer->flush();  // a part this stream waits for is sent before the wait
     if (batch_.empty()) return;
     if (recording_) recording_->push_back(batch_);
@@ -86,8 +90,10 @@ void NpuBackend::throw_unfit(const Tensor& node, const std::vector<Operand>& ope
 
 void NpuBackend::graph_compute(const std::vector<Tensor*>& nodes, uint64_t graph_uid) {
     session_.check();
-    if (!peers_.empty() || remote_) graph_uid = 0;  // a group's batches carry fresh fence values, a split one host steps: never resent
-    flush();  // nothing of an earlier call may join a cached graph's batches
+    // A group's batches carry fresh fence values, a split one host steps, one behind an all-reduce
+    // may change when it is fused: never resent.
+    if (!peers_.empty() || remote_ || pending_allreduce_) graph_uid = 0;
+    if (!pending_allreduce_) flush();  // nothing of an earlier call may join a cached graph's batches
     last_kernels_.clear();
     if (profiling_) note_profiled(nodes);
     if (graph_uid != 0) {
@@ -123,7 +129,13 @@ void NpuBackend::graph_compute(const std::vector<Tensor*>& nodes, uint64_t graph
             const std::vector<Operand> all = operands(f.op);
             const bool split = (!peers_.empty() || remote_) && f.op.opcode == TSL_NPU_OP_MUL_MAT &&
                                (f.nodes.front()->src[0]->flags & kFlagWeight);
+            // The graph's first op, an ADD of the sum of an all-reduce waiting in this batch: offered to it.
+            const size_t ar_rank = pending_allreduce_ && i == graph.next_op(0) && f.op.opcode == TSL_NPU_OP_ADD && batch_.fit(all)
+                                       ? pending_allreduce_->rank_of(*this)
+                                       : SIZE_MAX;
+            const bool offer = ar_rank != SIZE_MAX && pending_allreduce_->accepts(ar_rank, *f.nodes.front(), graph);
             const uint32_t idx = !split ? add_fitted(f, all) : remote_ ? add_remote_part(f, all) : add_split(f, all);
+            if (offer && pending_allreduce_) pending_allreduce_->offer(ar_rank, *f.nodes.front(), idx);
             std::string text;
             for (const Tensor* n : f.nodes) {
                 if (profile) text.append(text.empty() ? "" : "; ").append(profile_text(*n));
@@ -222,6 +234,12 @@ void NpuBackend::graph_optimize(std::vector<Tensor*>& nodes) {
 }
 
 NpuBackend::~NpuBackend() {
+    if (pending_allreduce_) {
+        try {
+            flush();  // the peers' all-reduce ops wait for this rank's
+        } catch (...) {
+        }
+    }
     if (staging_) session_.unmap(*staging_);
 }
 
@@ -328,13 +346,15 @@ void NpuBackend::event_record(Event& e) {
     ev->value_ = value;
 }
 
-void NpuBackend::enqueue(uint32_t opcode, const std::string& name, const std::vector<Operand>& srcs, const std::vector<Operand>& dsts,
-                         const int32_t* params) {
+uint32_t NpuBackend::enqueue(uint32_t opcode, const std::string& name, const std::vector<Operand>& srcs, const std::vector<Operand>& dsts,
+                             const int32_t* params, const uint8_t* kparams) {
     session_.check();
     std::vector<Operand> all = srcs;
     all.insert(all.end(), dsts.begin(), dsts.end());
     if (!batch_.fit(all)) flush();
-    batch_.add(opcode, name, srcs, dsts, params);
+    const uint32_t idx = batch_.add(opcode, name, srcs, dsts, params);
+    if (kparams) std::memcpy(batch_.last_op().kparams, kparams, TSL_NPU_KPARAMS_BYTES);
+    return idx;
 }
 
 bool NpuBackend::cpy_tensor_async(Backend& src_stream, const Tensor& src, Tensor& dst) {

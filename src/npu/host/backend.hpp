@@ -87,10 +87,19 @@ public:
     /// Adds one op outside any graph (the all-reduce's fences and shares) behind the work queued on
     /// this stream, sending the open batch first when the op does not fit. Operand tensors must
     /// stay alive until the batch is sent (send(), event_record, synchronize, graph_compute).
-    void enqueue(uint32_t opcode, const std::string& name, const std::vector<Operand>& srcs, const std::vector<Operand>& dsts,
-                 const int32_t* params);
-    /// Sends the open batch now (a group's peers' first).
+    /// `kparams` (TSL_NPU_KPARAMS_BYTES; null: zeros) become the op's. Returns its index in the open batch.
+    uint32_t enqueue(uint32_t opcode, const std::string& name, const std::vector<Operand>& srcs, const std::vector<Operand>& dsts,
+                     const int32_t* params, const uint8_t* kparams = nullptr);
+    /// Sends the open batch now (a group's peers' first; an all-reduce waiting in it: every rank's).
     void send() { flush(); }
+    /// An all-reduce whose ops wait in this stream's open batch (Communicator::allreduce with
+    /// AllReduceUse::NextAdd): the next graph_compute may offer it its first ADD, and sending
+    /// the batch sends every rank's (PendingAllReduce::release).
+    void hold_allreduce(std::shared_ptr<PendingAllReduce> pending) { pending_allreduce_ = std::move(pending); }
+    /// Sends the batch when an all-reduce waits in it.
+    void release_allreduce() {
+        if (pending_allreduce_) flush();
+    }
     Session& session() { return session_; }
     /// A group's stream of rank size(): from now on graph_compute gives the ranks a part each of
     /// every matmul of a weight (docs/npu.md, "Groups"). The peer's session must read this one's
@@ -106,6 +115,7 @@ public:
     static constexpr size_t kCachedGraphs = 8;
 
 private:
+    friend class PendingAllReduce;  // fuses its ops in the ranks' open batches
     void flush();
     /// Profiling: appends the nodes of `nodes` that become device ops.
     void note_profiled(const std::vector<Tensor*>& nodes);
@@ -144,6 +154,7 @@ private:
     std::vector<const Tensor*> profiled_nodes_;  // while profiling: the nodes sent since take_profile
     std::vector<std::unique_ptr<NpuBackend>> peers_;  // a group's ranks 1..n-1
     std::unique_ptr<RowParts> remote_;                // ranks in other processes
+    std::shared_ptr<PendingAllReduce> pending_allreduce_;  // an all-reduce waiting in batch_ (hold_allreduce)
     std::unique_ptr<ShmBuffer> staging_;
     uint64_t staging_used_ = 0;
     struct PendingRead {

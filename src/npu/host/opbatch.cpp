@@ -1,6 +1,7 @@
 #include "npu/host/opbatch.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <numeric>
 #include <set>
@@ -96,6 +97,15 @@ uint32_t OpBatch::add(uint32_t opcode, const std::string& name, const std::vecto
     std::vector<Operand> all = srcs;
     all.insert(all.end(), dsts.begin(), dsts.end());
     if (!fit(all)) throw Error(ErrorCode::InvalidArgument, "NPU op " + name + " does not fit in the batch (call fit first)");
+    ops_.push_back(describe_op(opcode, srcs, dsts, params));
+    names_.push_back(name);
+    details_.emplace_back();
+    nodes_.push_back(std::move(nodes));
+    return static_cast<uint32_t>(ops_.size() - 1);
+}
+
+tsl_npu_op_desc OpBatch::describe_op(uint32_t opcode, const std::vector<Operand>& srcs, const std::vector<Operand>& dsts,
+                                     const int32_t* params) {
     tsl_npu_op_desc op{};
     op.opcode = opcode;
     if (params) std::memcpy(op.params, params, sizeof op.params);
@@ -104,11 +114,27 @@ uint32_t OpBatch::add(uint32_t opcode, const std::string& name, const std::vecto
     auto index = [&](const Operand& o) { return o.tensor ? tensor_index(o) : static_cast<uint16_t>(TSL_NPU_NONE); };
     for (size_t i = 0; i < srcs.size(); ++i) op.src[i] = index(srcs[i]);
     for (size_t i = 0; i < dsts.size(); ++i) op.dst[i] = index(dsts[i]);
-    ops_.push_back(op);
-    names_.push_back(name);
-    details_.emplace_back();
-    nodes_.push_back(std::move(nodes));
-    return static_cast<uint32_t>(ops_.size() - 1);
+    return op;
+}
+
+void OpBatch::rewrite(uint32_t idx, uint32_t opcode, const std::string& name, const std::vector<Operand>& srcs,
+                      const std::vector<Operand>& dsts, const int32_t* params) {
+    const auto refuse = [&](const std::string& why) {
+        throw Error(ErrorCode::InvalidArgument, "NPU op #" + std::to_string(idx) + " as " + name + ": " + why);
+    };
+    if (idx >= ops_.size()) refuse("no such op in the batch");
+    if (srcs.size() > TSL_NPU_MAX_SRC || dsts.size() > TSL_NPU_MAX_DST) refuse("too many operands");
+    for (const std::vector<Operand>* list : {&srcs, &dsts})
+        for (const Operand& o : *list)
+            if (o.tensor && (!known_tensor(o) || !buf_by_fd_.count(o.buffer->fd()))) refuse("an operand the batch does not hold");
+    const std::array<uint8_t, TSL_NPU_KPARAMS_BYTES> kparams = [&] {
+        std::array<uint8_t, TSL_NPU_KPARAMS_BYTES> k{};
+        std::memcpy(k.data(), ops_[idx].kparams, k.size());
+        return k;
+    }();
+    ops_[idx] = describe_op(opcode, srcs, dsts, params);
+    std::memcpy(ops_[idx].kparams, kparams.data(), kparams.size());
+    names_[idx] = name;
 }
 
 void OpBatch::write(uint8_t* block, tsl_npu_batch_req& req) const {

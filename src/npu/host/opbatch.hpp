@@ -63,6 +63,14 @@ public:
                  const int32_t* params, std::vector<const Tensor*> nodes = {});
     /// Direct access to the last op's descriptor (e.g. to fill kernel params).
     tsl_npu_op_desc& last_op() { return ops_.back(); }
+    /// Direct access to op idx's descriptor (< n_ops()).
+    tsl_npu_op_desc& op(uint32_t idx) { return ops_.at(idx); }
+    /// Turns op idx into op `opcode` named `name` over `srcs` / `dsts` with node parameters
+    /// `params` (null: zeros), keeping its kparams and nodes (e.g. a fusion decided after both ops
+    /// were added). Every operand must be a tensor of a buffer the batch holds already, so the
+    /// limits still hold. Throws tessel::Error(InvalidArgument) naming the op otherwise.
+    void rewrite(uint32_t idx, uint32_t opcode, const std::string& name, const std::vector<Operand>& srcs,
+                 const std::vector<Operand>& dsts, const int32_t* params);
     /// Attaches a description (types, shapes) to the last op, for profile lines.
     void describe_last(std::string text) { details_.back() = std::move(text); }
 
@@ -88,6 +96,8 @@ public:
 private:
     using ShapeKey = std::tuple<int32_t, uint64_t, uint32_t, int64_t, int64_t, int64_t, int64_t, uint64_t, uint64_t, uint64_t, uint64_t>;
     ShapeKey shape_key(const Operand& o) const;
+    /// The descriptor of an op (tensors added to the table as needed).
+    tsl_npu_op_desc describe_op(uint32_t opcode, const std::vector<Operand>& srcs, const std::vector<Operand>& dsts, const int32_t* params);
     bool known_tensor(const Operand& o) const;
     uint16_t tensor_index(const Operand& o);
     uint32_t buffer_index(const Operand& o);

@@ -9,7 +9,10 @@
 namespace tessel::npu {
 
 size_t nodes_of_op(const std::string& name) {
-    if (name == "FENCE" || name == "FENCE_WAIT" || name == "CPY_TENSOR" || name == "SET_TENSOR" || name == "GET_TENSOR") return 0;
+    // ops of no graph node (an ALLREDUCE+ADD's ADD keeps its place as "ADD (fused)", one node)
+    if (name == "FENCE" || name == "FENCE_WAIT" || name == "CPY_TENSOR" || name == "SET_TENSOR" || name == "GET_TENSOR" ||
+        name == "ALLREDUCE" || name == "ALLREDUCE+ADD")
+        return 0;
     // "A+B" is 2 nodes; "A xN" N; "A+B xN" (N fused pairs) 2N
     size_t copies = 1, end = name.size();
     if (const size_t x = name.rfind(" x"); x != std::string::npos && x + 2 < name.size()) {

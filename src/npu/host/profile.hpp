@@ -10,7 +10,7 @@
 namespace tessel::npu {
 
 /// Nodes a device op named `name` computed: 1, a fused op's parts ("RMS_NORM+MUL": 2,
-/// "MUL_MAT x3": 3), 0 for ops of no node (FENCE, SET_TENSOR, GET_TENSOR).
+/// "MUL_MAT x3": 3), 0 for ops of no node (FENCE, SET_TENSOR, GET_TENSOR, ALLREDUCE, ALLREDUCE+ADD).
 size_t nodes_of_op(const std::string& name);
 
 /// The device's records in order, each with its time (stop - start) and the next nodes_of_op of

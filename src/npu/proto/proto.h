@@ -33,7 +33,7 @@ extern "C" {
 
 /* Bumped on any change of a struct below or of an opcode's meaning; the host refuses a device
  * that reports another version. */
-#define TSL_NPU_PROTO_VERSION 7u
+#define TSL_NPU_PROTO_VERSION 8u
 
 #define TSL_NPU_MAX_SRC 12          /* enough for an N-way fused matmul or a 4-rank all-reduce + residual */
 #define TSL_NPU_MAX_DST 8
@@ -105,8 +105,15 @@ enum tsl_npu_opcode {
     TSL_NPU_OP_ALLREDUCE = 23, /* dst[0..n) are the F32 tensors (same shape) of the n = params[1] ranks (2..4) of an
                                   all-reduce, in rank order; rank params[0] sums its share (tsl_npu_allreduce_share,
                                   params[2] a tsl_npu_allreduce_mode) over the n tensors in rank order and stores
-                                  the sum in every one, so all ranks end with the same bits */
-    TSL_NPU_OP_COUNT = 24
+                                  the sum in every one, so all ranks end with the same bits; kparams:
+                                  tsl_npu_allreduce_kparams */
+    TSL_NPU_OP_ALLREDUCE_ADD = 24, /* ALLREDUCE fused with the ADD after it: src[0..n) the n = params[1] ranks'
+                                      F32 tensors (read only), src[n] the F32 addend (dst's shape, or
+                                      broadcast along ne[1..3]), dst[0] this rank's F32 output (the tensors'
+                                      shape): every element, ((x0 + x1) + x2) + x3 + addend, params[0] the
+                                      rank, params[2] a tsl_npu_allreduce_mode (how workers split it);
+                                      kparams: tsl_npu_allreduce_kparams */
+    TSL_NPU_OP_COUNT = 25
 };
 
 /* All-reduce shares. 1-D: the tensors are contiguous and their elements are split in pieces of a
@@ -123,6 +130,25 @@ static inline void tsl_npu_allreduce_share(uint64_t count, uint32_t n, uint32_t 
         *lo = count * rank / n;
         *hi = count * (rank + 1) / n;
     }
+}
+
+/* Kernel parameters of ALLREDUCE and ALLREDUCE_ADD (at TSL_NPU_KPARAMS_BODY): the host's plan
+ * (src/npu/host/allreduce.cpp). Each worker streams its piece through two VTCM buffers (the
+ * running sum and the next rank's block) of `block` elements (1-D) or rows (2-D) each. */
+typedef struct tsl_npu_allreduce_kparams {
+    uint32_t block;    /* elements (1-D, a multiple of 128) or rows (2-D) per step */
+    uint32_t reserved; /* 0 */
+} tsl_npu_allreduce_kparams;
+
+/* Bytes of one element (1-D) or row of ne0 floats (2-D, rounded up to 64 bytes) in VTCM. */
+static inline uint64_t tsl_npu_allreduce_unit_bytes(uint32_t mode, int64_t ne0) {
+    return mode == TSL_NPU_ALLREDUCE_1D ? 4u : (((uint64_t)ne0 * 4u + 63u) & ~(uint64_t)63u);
+}
+
+/* VTCM bytes ALLREDUCE and ALLREDUCE_ADD state (and their kernels take): two buffers of `block`
+ * units per device worker thread (n_threads 0 counts as 1). */
+static inline uint64_t tsl_npu_allreduce_scratch(uint32_t mode, int64_t ne0, uint32_t block, uint32_t n_threads) {
+    return 2u * (uint64_t)block * tsl_npu_allreduce_unit_bytes(mode, ne0) * (n_threads ? n_threads : 1u);
 }
 
 /* UNARY kinds the device implements (params[0]), numbered as tessel's UnaryOp (src/graph/op.hpp). */
