@@ -57,7 +57,8 @@ std::vector<Device*> Registry::run_devices(std::string_view name) const {
             known += ", " + lower(d->name());
         }
     }
-    const std::string want = lower(name);
+    std::string want = lower(name);
+    if (want.size() > 2 && want.ends_with(":0")) want.resize(want.size() - 2);  // session 0 is the device's own name
     Device* chosen = nullptr;
     if (want == "cpu") return {cpu};
     if (want == "npu") chosen = first_npu;

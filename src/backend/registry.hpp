@@ -32,7 +32,8 @@ public:
     Device* find(std::string_view name) const;
     /// The devices a model runs on for a user's device name, in priority order, the CPU last (the
     /// scheduler's fallback): "cpu" -> [CPU]; "npu" -> [NPU0, CPU] (the first accelerator whose
-    /// name starts with NPU); a registered name in any case (e.g. "npu1") -> [that device, CPU].
+    /// name starts with NPU); a registered name in any case (e.g. "npu1"; "npu2:0" names session 0,
+    /// registered as "NPU2") -> [that device, CPU].
     /// Throws tessel::Error(InvalidArgument) "unknown device 'X' (devices: cpu, npu = NPU0, ...)".
     std::vector<Device*> run_devices(std::string_view name) const;
     /// The devices a model runs on for a list of user device names (each as above), in the

@@ -39,6 +39,7 @@ TEST(CliDevice, RunOnNpuGivesTheCpuTokens) {
     ASSERT_FALSE(cpu.empty());
     EXPECT_EQ(run_on("npu", "NPU0"), cpu);
     EXPECT_EQ(run_on("NPU0", "NPU0"), cpu);  // a registered name, in any case
+    EXPECT_EQ(run_on("npu0:0", "NPU0"), cpu);  // session 0 by its session name
 }
 
 TEST(CliDevice, UnknownDeviceIsOneErrorLineListingTheDevices) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The default model split across MPI ranks (docs/npu.md, "A model across MPI ranks"): `mpirun -np N
 # tessel run --device npu` (each rank's NPU computes its part of every weight matmul's rows, the parts
-# exchanged over TCP on loopback) prints the same greedy text as one process, for 2 and 3 ranks; a
+# exchanged over TCP on loopback) prints the same greedy text as one process, for 2 and 3 ranks, and
+# rank 0 alone reports on stderr, naming the split; a
 # random seed, chat and serve are refused under it; ranks given other flags end the job (non-zero)
 # within the NPU timeout + 5 s instead of hanging; and a rank killed in the middle of a long run makes
 # mpirun exit non-zero within the NPU timeout + 5 s.
@@ -19,6 +20,10 @@ for n in 2 3; do
   got=$(timeout 300 "${mpirun[@]}" -np "$n" "$tessel" "${args[@]}" 2>/tmp/run_split.$$.err) || { cat /tmp/run_split.$$.err; fail "mpirun -np $n exited $?"; }
   echo "-- $n ranks: $got"
   [[ $got == "$want" ]] || fail "$n ranks printed '$got', one process '$want'"
+  # rank 0 alone reports, and says the run was split
+  err=$(cat /tmp/run_split.$$.err)
+  [[ $(grep -c '^tessel: loaded' <<<"$err") -eq 1 ]] || fail "$n ranks: not one load report: $err"
+  [[ $err == *"split by rows across $n MPI ranks"* ]] || fail "$n ranks: no word of the split: $err"
 done
 echo "-- one process: $want"
 

@@ -61,6 +61,8 @@ TEST(NpuCpus, ListsParseIntoOneSetPerDevice) {
     EXPECT_NE(error_of(list.c_str()).find("CPU " + std::to_string(missing) + " is not one of them"), std::string::npos)
         << error_of(list.c_str());
     EXPECT_NE(error_of("0;0", "3").find("device NPU2 has no list"), std::string::npos) << error_of("0;0", "3");
+    EXPECT_NE(error_of("0;0;0", "2").find("3 lists, but the devices end at NPU1"), std::string::npos) << error_of("0;0;0", "2");
+    EXPECT_NE(error_of("0;0;0", "NPU0,NPU2").find("accepted"), std::string::npos);  // NPU1's list goes unused: a gap, not an extra
 }
 
 /// "Cpus_allowed_list" of every thread of process `pid`.

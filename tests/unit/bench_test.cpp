@@ -193,6 +193,15 @@ TEST(BenchReport, MarkdownLayoutOfLlamaBench) {
     const MarkdownColumns all{true, true, true, true};
     EXPECT_EQ(bench_markdown_header(all).substr(0, bench_markdown_header(all).find('\n')),
               "| model                          |       size |     params | backend    | threads | n_batch | n_ubatch |    sm |  fa |            test |                  t/s |");
+    // a group's backends ("NPU[0-1],CPU") widen their column in the header and every row alike
+    MarkdownColumns wide;
+    wide.backend_width = 12;
+    BenchRecord group = sample_record();
+    group.backends = "NPU[0-1],CPU";
+    EXPECT_EQ(bench_markdown_header(wide).substr(0, bench_markdown_header(wide).find('\n')),
+              "| model                          |       size |     params | backend      | threads |            test |                  t/s |");
+    EXPECT_EQ(bench_markdown_row(group, wide),
+              "| llama 256M Q4_1                |  93.80 MiB |   134.52 M | NPU[0-1],CPU |       2 |           pp600 |      366.67 ± 208.17 |\n");
 }
 
 }  // namespace

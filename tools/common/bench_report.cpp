@@ -1,5 +1,6 @@
 #include "common/bench_report.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -72,7 +73,7 @@ struct Column {
 };
 
 std::vector<Column> markdown_columns(const MarkdownColumns& c) {
-    std::vector<Column> cols = {{"model", -30}, {"size", 10}, {"params", 10}, {"backend", -10}, {"threads", 7}};
+    std::vector<Column> cols = {{"model", -30}, {"size", 10}, {"params", 10}, {"backend", -std::max(10, c.backend_width)}, {"threads", 7}};
     if (c.n_batch) cols.push_back({"n_batch", 7});
     if (c.n_ubatch) cols.push_back({"n_ubatch", 8});
     if (c.split_mode) cols.push_back({"sm", 5});

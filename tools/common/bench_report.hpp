@@ -54,6 +54,7 @@ struct BenchRecord {
 /// Which optional markdown columns to show.
 struct MarkdownColumns {
     bool n_batch = false, n_ubatch = false, split_mode = false, flash_attn = false;
+    int backend_width = 10;  ///< llama-bench's 10, or the longest backends value the run will print
 };
 
 /// The record as a JSON object (fields in the order above), pretty-printed with 2-space

@@ -1,5 +1,6 @@
 // `tessel bench`: prompt and generation throughput with llama-bench's method, flags and output
 // (tools/common/bench.hpp for the measurement, tools/common/bench_report.hpp for the formats).
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <random>
@@ -12,6 +13,7 @@
 #include "common/model_desc.hpp"
 #include "common/model_fetch.hpp"
 #include "run_options.hpp"
+#include "tessel/device.hpp"
 #include "tessel/engine.hpp"
 #include "tessel/gguf_file.hpp"
 #include "tessel/resources.hpp"
@@ -185,7 +187,7 @@ void bench(const BenchOptions& o) {
     grid.ubatches = int_list(o.n_ubatch, "-ub", 1, kMaxTokens);
     for (const std::string& v : split_commas(o.flash_attn)) grid.fa.push_back(flash_attn_value(v));
     for (const std::string& v : split_commas(o.split_mode)) {
-        if (v != "none" && v != "row") throw CLI::ValidationError("--split-mode: '" + v + "' is not none or row");
+        if (v != "none" && v != "row") throw CLI::ValidationError("--split-mode: " + v + " not in {none,row}");  // run's wording (CLI::IsMember)
         grid.split_modes.push_back(v);
     }
     std::vector<std::string> models;
@@ -203,8 +205,14 @@ void bench(const BenchOptions& o) {
         devices.push_back(d);
     }
 
+    int backend_width = 10;  // "NPU[0-1],CPU" widens the column as llama-bench's would not
+    for (const std::string& d : devices) {
+        const std::string first = resolve_device(d);
+        backend_width = std::max(backend_width, static_cast<int>(first.size() + (first == "CPU" ? 0 : 4)));
+    }
     Printer out{o.output, {grid.batches.size() > 1 || grid.batches[0] != 2048, grid.ubatches.size() > 1 || grid.ubatches[0] != 512,
-                           grid.split_modes.size() > 1 || grid.split_modes[0] != "row", grid.fa.size() > 1 || grid.fa[0] != -1}};
+                           grid.split_modes.size() > 1 || grid.split_modes[0] != "row", grid.fa.size() > 1 || grid.fa[0] != -1,
+                           backend_width}};
     std::mt19937 rng(kTokenSeed);
     for (const std::string& path : models)
         for (const std::string& device : devices)

@@ -15,6 +15,7 @@
 
 #include "commands.hpp"
 #include "dev/commands.hpp"
+#include "run_options.hpp"
 #include "tessel/errors.hpp"
 #include "tessel/system.hpp"
 
@@ -46,7 +47,7 @@ std::vector<std::string> rewrite_aliases(int argc, char** argv) {
 int main(int argc, char** argv) {
     // Under mpirun every rank runs the same command and computes its part (docs/npu.md, "A model
     // across MPI ranks"); rank 0 alone writes the command's output.
-    if (const char* rank = std::getenv("OMPI_COMM_WORLD_RANK"); rank && std::string_view(rank) != "0")
+    if (tessel::cli::mpi_other_rank())
         if (!std::freopen("/dev/null", "w", stdout)) return 1;
     CLI::App app{"tessel: LLM inference engine for heterogeneous edge hardware"};
     app.require_subcommand(1);

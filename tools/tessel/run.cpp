@@ -80,7 +80,8 @@ private:
     Detokenizer detok_;
 };
 
-void report(const tools::GenerateStats& st, const Context& ctx, const std::string& mode) {
+void report(const tools::GenerateStats& st, const Context& ctx, const std::string& mode, const ModelOptions& o) {
+    if (mpi_other_rank()) return;
     if (st.stop == tools::StopReason::ContextFull)
         std::fprintf(stderr, "\ntessel: the context is full (%lld tokens): generation stopped (raise -c)\n", static_cast<long long>(ctx.n_ctx()));
     if (st.stop == tools::StopReason::EndOfGeneration && st.n_generated == 0)
@@ -93,6 +94,8 @@ void report(const tools::GenerateStats& st, const Context& ctx, const std::strin
     std::string where;
     for (const auto& [dev, n] : ctx.graph_nodes_per_device())
         where += (where.empty() ? std::to_string(n) + " nodes on " : ", " + std::to_string(n) + " on ") + dev;
+    if (!where.empty() && mpi_ranks() > 1 && o.split_mode == "row" && where.find("NPU") != std::string::npos)
+        where += " (the NPU's weight matmuls split by rows across " + std::to_string(mpi_ranks()) + " MPI ranks)";
     if (!where.empty()) std::fprintf(stderr, "tessel: the last graph ran %s\n", where.c_str());
 }
 
@@ -160,7 +163,7 @@ void run(const RunOptions& o) {
     const auto st = tools::generate(ctx, *model, sampler, tokens, n_past, generate_params(o), [&](int32_t t) { print(t); });
     print.finish();
     std::fputc('\n', stdout);
-    report(st, ctx, mode);
+    report(st, ctx, mode, o.model);
 }
 
 /// Interactive chat: each turn re-renders the conversation, keeps the cached prefix that still
@@ -210,7 +213,7 @@ void chat(const RunOptions& o) {
         cached.insert(cached.end(), fresh.begin(), fresh.end());
         cached.insert(cached.end(), generated.begin(), generated.begin() + (n_past - static_cast<int32_t>(cached.size())));
         msgs.push_back({"assistant", reply});
-        report(st, ctx, mode);
+        report(st, ctx, mode, o.model);
         if (st.stop == tools::StopReason::ContextFull) {
             std::fprintf(stderr, "tessel chat: the context is full, the chat ends (raise -c for longer chats)\n");
             break;

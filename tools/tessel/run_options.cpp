@@ -35,7 +35,8 @@ CLI::Validator device_validator() {
 
 void add_model_options(CLI::App& cmd, ModelOptions& o) {
     cmd.add_option("-m,--model", o.model, "GGUF model file (default: $TESSEL_MODEL, else SmolLM2-135M-Instruct Q4_1, fetched once)");
-    cmd.add_option("--device", o.device, "Device to run on: cpu, or npu (the NPU takes the ops it claims, the CPU the rest)")
+    cmd.add_option("--device", o.device, "Device to run on: cpu, npu (the first NPU), or an NPU by name as TESSEL_NPU_DEVICES registers them "
+                   "(npu1, npu0:1, npu[0-1]); the NPU takes the ops it claims, the CPU the rest")
         ->capture_default_str()
         ->check(device_validator());
     cmd.add_option("-c,--ctx-size", o.n_ctx, "Context size, tokens (0: the model's, at most 4096)")->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
@@ -59,13 +60,20 @@ void add_split_mode_option(CLI::App& cmd, std::string& mode) {
 
 SplitMode split_mode_of(const std::string& mode) { return mode == "none" ? SplitMode::None : SplitMode::Row; }
 
-void check_mpi_ranks(const ModelOptions& o, const char* command, bool interactive, const SamplerParams* sampling) {
-    int ranks = 1;
+int mpi_ranks() {
     for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
-        if (const char* v = std::getenv(var)) {
-            ranks = std::atoi(v);
-            break;
-        }
+        if (const char* v = std::getenv(var)) return std::max(1, std::atoi(v));
+    return 1;
+}
+
+bool mpi_other_rank() {
+    for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMI_RANK"})
+        if (const char* v = std::getenv(var)) return std::string_view(v) != "0";
+    return false;
+}
+
+void check_mpi_ranks(const ModelOptions& o, const char* command, bool interactive, const SamplerParams* sampling) {
+    const int ranks = mpi_ranks();
     if (ranks <= 1 || o.split_mode == "none") return;
     const std::string under = std::string(command) + " under mpirun (" + std::to_string(ranks) + " ranks splitting the rows)";
     if (interactive)
@@ -327,6 +335,7 @@ LoadedModel load_model(const ModelOptions& o) {
 }
 
 void LoadedModel::report() const {
+    if (mpi_other_rank()) return;
     const ModelInfo& i = model->info();
     std::fprintf(stderr, "tessel: loaded %s (%s, %s, %.1f M params, %.1f MiB) in %.2f s\n", i.file.c_str(), i.arch.c_str(),
                  i.type.c_str(), static_cast<double>(i.n_params) / 1e6, static_cast<double>(i.size) / (1 << 20), seconds);

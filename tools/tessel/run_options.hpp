@@ -37,6 +37,11 @@ SplitMode split_mode_of(const std::string& mode);
 /// rank must decode the same tokens: `interactive` commands (chat, serve; their input reaches rank 0
 /// only) and sampling with a random seed (`sampling`, when given) are flag errors naming the fix.
 void check_mpi_ranks(const ModelOptions& o, const char* command, bool interactive, const SamplerParams* sampling = nullptr);
+/// Ranks of the mpirun job this process is one of (OMPI_COMM_WORLD_SIZE, else PMI_SIZE), 1 outside one.
+int mpi_ranks();
+/// True in a rank other than 0 of an mpirun job: its reports (load, speed, where ops ran) are rank
+/// 0's to print; its errors still print.
+bool mpi_other_rank();
 /// Registers --no-packed: weights stay in the CPU's plain buffer type (no CPU_PACKED).
 void add_packing_flag(CLI::App& cmd);
 /// Registers llama.cpp's sampling flags on cmd: --temp, --top-k, --top-p, --min-p, --typical,

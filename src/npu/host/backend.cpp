@@ -144,7 +144,10 @@ void NpuBackend::graph_compute(const std::vector<Tensor*>& nodes, uint64_t graph
             if (profile) batch_.describe_last(std::move(text));
             if (verbose)
                 for (const Tensor* n : f.nodes) {
-                    tessel::logf(LogLevel::Debug, "npu: %s op %u %s %s", session_.name().c_str(), idx, f.name.c_str(), describe(*n).c_str());
+                    tessel::logf(LogLevel::Debug, "npu: %s op %u %s %s%s", session_.name().c_str(), idx, f.name.c_str(), describe(*n).c_str(),
+                                 !split          ? ""
+                                 : remote_       ? (" (rank " + std::to_string(remote_->rank()) + "'s part of " + std::to_string(remote_->n_ranks()) + ")").c_str()
+                                                 : (" (rows split over " + std::to_string(peers_.size() + 1) + " ranks)").c_str());
                     if (verbose > 1)
                         if (const std::string plan = plan_text(*n, device_.budget()); !plan.empty())
                             tessel::logf(LogLevel::Debug, "npu: %s op %u plan %s", session_.name().c_str(), idx, plan.c_str());

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <regex>
@@ -82,11 +83,18 @@ std::vector<CpuSet> cpu_sets(const std::vector<DeviceEntry>& devices) {
         if (semi == std::string::npos) break;
         start = semi + 1;
     }
-    if (sets.size() > 1)
+    if (sets.size() > 1) {
+        uint32_t highest = 0;
         for (const DeviceEntry& e : devices)
-            for (const SessionRef& m : e.members)
+            for (const SessionRef& m : e.members) {
                 if (m.device >= sets.size())
                     bad("TESSEL_NPU_CPUS", s, expected + "; device NPU" + std::to_string(m.device) + " has no list");
+                highest = std::max(highest, m.device);
+            }
+        if (sets.size() > highest + 1u)  // a list no device takes is a typo more likely than a plan
+            bad("TESSEL_NPU_CPUS", s,
+                expected + "; " + std::to_string(sets.size()) + " lists, but the devices end at NPU" + std::to_string(highest));
+    }
     return sets;
 }
 
