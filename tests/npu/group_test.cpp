@@ -44,10 +44,12 @@ std::unique_ptr<NpuDevice> make_group(size_t n, const Config& cfg, bool slow_lea
 }
 
 /// y = w . x for a Q4_0 weight w [K, N] (tiled), then z = y + y and u = w2 . z (a second split
-/// matmul reading the first's product), on `dev`, in two rounds with other x; returns z and u of
-/// both rounds.
+/// matmul reading the first's product), on `dev`, in three rounds with other x (one graph_uid: the
+/// later rounds replay the first's batches from the translation cache, with fresh fences); returns
+/// z and u of every round.
 struct Result {
     std::vector<float> z, u;
+    uint64_t cache_hits = 0;
 };
 
 Result run(NpuDevice& dev, bool split_rows, int64_t n_rows, int64_t m_cols, uint64_t* peer_batches = nullptr) {
@@ -91,14 +93,15 @@ Result run(NpuDevice& dev, bool split_rows, int64_t n_rows, int64_t m_cols, uint
     params.split_rows = split_rows;
     auto backend = dev.init_backend(params);
     Result out;
-    for (int round = 0; round < 2; ++round) {  // new activations over the same memory: stale rows would show
+    for (int round = 0; round < 3; ++round) {  // new activations over the same memory: stale rows would show
         fill_ramp(x, -3.0f + static_cast<float>(round));
-        backend->graph_compute({&y, &z, &u});
+        backend->graph_compute({&y, &z, &u}, 7);
         backend->synchronize();
         const std::vector<float> vz = read_f32(z), vu = read_f32(u);
         out.z.insert(out.z.end(), vz.begin(), vz.end());
         out.u.insert(out.u.end(), vu.begin(), vu.end());
     }
+    out.cache_hits = dynamic_cast<NpuBackend&>(*backend).cache_hits();
     if (peer_batches) {
         *peer_batches = 0;
         for (const auto& peer : dev.peers()) *peer_batches += peer->session().last_seq();
@@ -121,12 +124,15 @@ TEST_P(NpuGroup, RanksComputeTheirRowsBitIdenticalToOneDevice) {
         const Result got = run(*group, true, 224, 5, &peer_batches);
         EXPECT_EQ(0, std::memcmp(got.z.data(), want.z.data(), want.z.size() * sizeof(float))) << "the first product's consumer";
         EXPECT_EQ(0, std::memcmp(got.u.data(), want.u.data(), want.u.size() * sizeof(float))) << "the second split matmul";
-        EXPECT_GE(peer_batches, 2 * (ranks - 1)) << "the peers computed nothing";
+        EXPECT_GE(peer_batches, 3 * (ranks - 1)) << "the peers computed nothing";
+        EXPECT_EQ(got.cache_hits, 2u) << "rounds 2 and 3 replay the first's batches";
     }
-    // rank 0 lagging: a peer's part of the second matmul must wait for rank 0's z
+    // rank 0 lagging: a peer's part of the second matmul must wait for rank 0's z (in the replayed
+    // rounds too: a fence value left from the first round would let it start at once)
     auto lagging = make_group(2, cfg, true);
     const Result got = run(*lagging, true, 224, 5);
     EXPECT_EQ(0, std::memcmp(got.u.data(), want.u.data(), want.u.size() * sizeof(float))) << "rank 0 lagging";
+    EXPECT_EQ(got.cache_hits, 2u);
 }
 
 TEST_P(NpuGroup, WithoutSplitRowsRankZeroRunsEverything) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <tuple>
 
 #include "core/log.hpp"
 #include "npu/host/device.hpp"
@@ -46,7 +48,7 @@ void NpuBackend::flush() {
     }
     for (auto& peer : peers_) peer->flush();  // a part this stream waits for is sent before the wait
     if (batch_.empty()) return;
-    if (recording_) recording_->push_back(batch_);
+    if (recording_) recording_->push_back({record_rank_, false, batch_});
     try {
         session_.submit(batch_);
     } catch (...) {
@@ -90,17 +92,21 @@ void NpuBackend::throw_unfit(const Tensor& node, const std::vector<Operand>& ope
 
 void NpuBackend::graph_compute(const std::vector<Tensor*>& nodes, uint64_t graph_uid) {
     session_.check();
-    // A group's batches carry fresh fence values, a split one host steps, one behind an all-reduce
-    // may change when it is fused: never resent.
-    if (!peers_.empty() || remote_ || pending_allreduce_) graph_uid = 0;
+    // A graph split across processes has host steps, one behind an all-reduce may change when it
+    // is fused: never resent.
+    if (remote_ || pending_allreduce_) graph_uid = 0;
     if (!pending_allreduce_) flush();  // nothing of an earlier call may join a cached graph's batches
     last_kernels_.clear();
     if (profiling_) note_profiled(nodes);
     if (graph_uid != 0) {
         for (auto it = cache_.begin(); it != cache_.end(); ++it) {
             if (it->uid != graph_uid) continue;
-            for (size_t b = 0; b + 1 < it->batches.size(); ++b) session_.submit(it->batches[b]);
-            if (!it->batches.empty()) batch_ = it->batches.back();  // left open, like a translated call's
+            if (!peers_.empty()) renew_fences(it->batches);
+            for (const RecordedBatch& b : it->batches) {
+                NpuBackend& s = rank_stream(b.rank);
+                if (b.open) s.batch_ = b.batch;  // left open, like a translated call's
+                else s.session_.submit(b.batch);
+            }
             ++cache_hits_;
             last_kernels_ = it->kernels;
             if (session_.config().verbose)
@@ -111,7 +117,13 @@ void NpuBackend::graph_compute(const std::vector<Tensor*>& nodes, uint64_t graph
     }
     TraceSpan span(session_.trace(), "translate");
     CachedGraph entry{graph_uid, {}, {}};
-    recording_ = graph_uid != 0 ? &entry.batches : nullptr;
+    const auto record = [&](std::vector<RecordedBatch>* into) {
+        for (uint32_t r = 0; r <= peers_.size(); ++r) {
+            rank_stream(r).recording_ = into;
+            rank_stream(r).record_rank_ = r;
+        }
+    };
+    record(graph_uid != 0 ? &entry.batches : nullptr);
     try {
         const int verbose = session_.config().verbose;
         const bool profile = session_.config().profile;
@@ -153,18 +165,52 @@ void NpuBackend::graph_compute(const std::vector<Tensor*>& nodes, uint64_t graph
                             tessel::logf(LogLevel::Debug, "npu: %s op %u plan %s", session_.name().c_str(), idx, plan.c_str());
                 }
         }
-        if (recording_ && !batch_.empty()) recording_->push_back(batch_);  // recorded now, sent by the next flush
+        if (recording_)  // recorded now, sent by the next flush (the peers' first)
+            for (uint32_t r = 1; r <= peers_.size() + 1; ++r) {
+                NpuBackend& s = rank_stream(r % static_cast<uint32_t>(peers_.size() + 1));
+                if (!s.batch_.empty()) recording_->push_back({s.record_rank_, true, s.batch_});
+            }
     } catch (...) {
-        recording_ = nullptr;
+        record(nullptr);
         last_kernels_.clear();
         batch_.reset();
         throw;
     }
-    recording_ = nullptr;
+    record(nullptr);
     if (graph_uid == 0) return;
     entry.kernels = last_kernels_;
     cache_.push_front(std::move(entry));
     if (cache_.size() > kCachedGraphs) cache_.pop_back();
+}
+
+void NpuBackend::renew_fences(std::vector<RecordedBatch>& batches) {
+    std::unordered_map<int, uint32_t> rank_of_fences;  // fence buffer fd -> rank
+    for (uint32_t r = 0; r <= peers_.size(); ++r) rank_of_fences[rank_stream(r).session_.fence_operand().buffer->fd()] = r;
+    const auto fence_of = [](const tsl_npu_op_desc& op) {
+        return std::pair{static_cast<uint32_t>(op.params[2]),
+                         static_cast<uint64_t>(static_cast<uint32_t>(op.params[0])) | (static_cast<uint64_t>(static_cast<uint32_t>(op.params[1])) << 32)};
+    };
+    std::map<std::tuple<uint32_t, uint32_t, uint64_t>, std::pair<uint32_t, uint64_t>> renewed;  // (rank, slot, old value) -> new
+    for (RecordedBatch& b : batches)
+        for (uint32_t i = 0; i < b.batch.n_ops(); ++i) {
+            tsl_npu_op_desc& op = b.batch.op(i);
+            if (op.opcode != TSL_NPU_OP_FENCE) continue;
+            const auto [slot, value] = fence_of(op);
+            const auto fresh = rank_stream(b.rank).session_.next_fence();
+            renewed[{b.rank, slot, value}] = fresh;
+            fence_params(op.params, fresh.first, fresh.second);
+        }
+    for (RecordedBatch& b : batches)
+        for (uint32_t i = 0; i < b.batch.n_ops(); ++i) {
+            tsl_npu_op_desc& op = b.batch.op(i);
+            if (op.opcode != TSL_NPU_OP_FENCE_WAIT) continue;
+            const int fd = b.batch.buffers()[b.batch.tensors()[op.src[0]].buf].fd;
+            const auto [slot, value] = fence_of(op);
+            const auto it = rank_of_fences.find(fd);
+            if (it == rank_of_fences.end()) continue;  // another device's fence, stored before this graph
+            const auto fresh = renewed.find({it->second, slot, value});
+            if (fresh != renewed.end()) fence_params(op.params, fresh->second.first, fresh->second.second);
+        }
 }
 
 uint32_t NpuBackend::add_fitted(const FusedOp& f, const std::vector<Operand>& operands, const uint8_t* kparams) {

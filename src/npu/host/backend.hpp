@@ -42,7 +42,7 @@ public:
     Device& device() override;
     /// Translates and queues `nodes` (views and leaves skipped); returns without waiting. With a
     /// graph_uid seen among the last kCachedGraphs calls, sends that call's batches again instead
-    /// of translating. The last batch stays open (unsent) until the next event_record, synchronize
+    /// of translating (a group's: every rank's, with fresh fence values). The last batch stays open (unsent) until the next event_record, synchronize
     /// or graph_compute, so the FENCE of the event recorded after a split travels in the split's
     /// last batch instead of a batch of its own. Throws tessel::Error(Device) when the session has failed,
     /// Error(Unsupported) for a node the device does not implement, Error(InvalidArgument) for an
@@ -137,18 +137,31 @@ private:
     /// Queues a MEMCPY of `size` bytes between a span of t and staging offset `staged`.
     void queue_memcpy(const Tensor& t, size_t offset, size_t size, uint64_t staged, bool to_tensor);
 
+    /// A batch of a cached graph: whose (0 this stream, r a group's peer r - 1), and whether the
+    /// call left it open (sent by the next flush) rather than sent.
+    struct RecordedBatch {
+        uint32_t rank;
+        bool open;
+        OpBatch batch;
+    };
     struct CachedGraph {
         uint64_t uid;
-        std::vector<OpBatch> batches;
+        std::vector<RecordedBatch> batches;  // in the order they were sent
         std::unordered_map<const Tensor*, std::string> kernels;  // node -> its op's name
     };
+    /// A group's cached batches carry the fences of the last call: gives every FENCE the next
+    /// value of its session, in order, and points every FENCE_WAIT on one of them at its new value.
+    void renew_fences(std::vector<RecordedBatch>& batches);
+    /// Stream of rank r of a group (0: this one).
+    NpuBackend& rank_stream(uint32_t r) { return r == 0 ? *this : *peers_[r - 1]; }
 
     NpuDevice& device_;
     Session& session_;
     OpBatch batch_;
     std::unordered_map<const Tensor*, std::string> last_kernels_;  // the last graph_compute's nodes -> op names (kernel_name)
     std::deque<CachedGraph> cache_;  // most recent first
-    std::vector<OpBatch>* recording_ = nullptr;
+    std::vector<RecordedBatch>* recording_ = nullptr;  // a group's peers record into rank 0's list
+    uint32_t record_rank_ = 0;
     uint64_t cache_hits_ = 0;
     bool profiling_ = false;
     std::vector<const Tensor*> profiled_nodes_;  // while profiling: the nodes sent since take_profile
