@@ -40,6 +40,14 @@ int64_t length(const Value& v, const Pos& pos);
 /// Throws Error "'hint' is undefined" when `v` is undefined (jinja2's UndefinedError).
 void require_defined(const Value& v, const Pos& pos);
 
+/// Python's `a op b` for numbers (op: + - * / // % **), floored division and modulo; an int result
+/// outside int64 throws Error ("integer overflow"), as does division by zero.
+Value arithmetic(const std::string& op, const Value& a, const Value& b, const Pos& pos);
+/// Python's unary minus of a number; throws Error for -(-2**63).
+Value negate(const Value& v, const Pos& pos);
+/// Python's int(d): truncation toward zero; throws Error for nan, inf or a value outside int64.
+int64_t float_to_int(double d, const Pos& pos);
+
 /// Positional argument i or keyword `name` of a call, else `fallback`.
 Value argument(const Args& args, size_t i, const char* name, const Value& fallback = Value());
 

@@ -1,5 +1,7 @@
 // jinja2's built-in filters that chat templates use, with HF transformers' tojson.
 #include <algorithm>
+#include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 
@@ -22,8 +24,11 @@ Value attribute_path(const Value& item, const std::string& path, const Pos& pos)
     for (;;) {
         const size_t dot = path.find('.', from);
         const std::string part = path.substr(from, dot == std::string::npos ? std::string::npos : dot - from);
+        int64_t index = 0;
         const bool numeric = !part.empty() && part.find_first_not_of("0123456789") == std::string::npos;
-        v = get_item(v, numeric ? Value(static_cast<int64_t>(std::stoll(part))) : Value(part), pos);
+        if (numeric && std::from_chars(part.data(), part.data() + part.size(), index).ec != std::errc())
+            return Value::undefined("no element " + part);  // past int64: no list is that long
+        v = get_item(v, numeric ? Value(index) : Value(part), pos);
         if (dot == std::string::npos) return v;
         from = dot + 1;
     }
@@ -146,16 +151,21 @@ const NamedFilter kFilters[] = {
     {"selectattr", [](const Value& in, Args& a, const Pos& p) { return select(in, a, p, true, true); }},
     {"rejectattr", [](const Value& in, Args& a, const Pos& p) { return select(in, a, p, true, false); }},
     {"int",
-     [](const Value& in, Args& a, const Pos&) {
+     [](const Value& in, Args& a, const Pos& p) {
          const Value def = argument(a, 0, "default", Value(0));
-         if (in.is_number()) return in.kind() == Value::Kind::Float ? Value(static_cast<int64_t>(std::trunc(in.as_float()))) : Value(in.as_int());
+         if (in.kind() == Value::Kind::Float) return std::isnan(in.as_float()) ? def : Value(float_to_int(in.as_float(), p));
+         if (in.is_number()) return Value(in.as_int());
          if (in.is_string()) {
              const std::string s = strip(in.str(), Value::none(), true, true);
              char* end = nullptr;
+             errno = 0;
              const long long v = std::strtoll(s.c_str(), &end, 10);
-             if (!s.empty() && end == s.c_str() + s.size()) return Value(static_cast<int64_t>(v));
+             if (!s.empty() && end == s.c_str() + s.size()) {
+                 if (errno == ERANGE) fail(p, "integer overflow in int('" + s + "') (tessel's integers are 64-bit)");
+                 return Value(static_cast<int64_t>(v));
+             }
              const double d = std::strtod(s.c_str(), &end);
-             if (!s.empty() && end == s.c_str() + s.size()) return Value(static_cast<int64_t>(std::trunc(d)));
+             if (!s.empty() && end == s.c_str() + s.size()) return std::isnan(d) ? def : Value(float_to_int(d, p));
          }
          return def;
      }},
@@ -174,7 +184,8 @@ const NamedFilter kFilters[] = {
     {"abs",
      [](const Value& in, Args&, const Pos& p) {
          if (!in.is_number()) fail(p, std::string("bad operand type for abs(): '") + in.type_name() + "'");
-         return in.kind() == Value::Kind::Float ? Value(std::fabs(in.as_float())) : Value(static_cast<int64_t>(std::llabs(in.as_int())));
+         if (in.kind() == Value::Kind::Float) return Value(std::fabs(in.as_float()));
+         return in.as_int() < 0 ? negate(in, p) : Value(in.as_int());
      }},
 };
 

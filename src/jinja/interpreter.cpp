@@ -74,9 +74,10 @@ private:
                             const int64_t step = n.size() == 3 ? n[2] : 1;
                             if (step == 0) fail(pos, "range() step must not be zero");
                             List out;
-                            for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+                            for (int64_t i = start; step > 0 ? i < stop : i > stop;) {
                                 if (out.size() >= 1'000'000) fail(pos, "range() longer than 1000000 items");
                                 out.push_back(Value(i));
+                                if (__builtin_add_overflow(i, step, &i)) break;  // past int64: past stop too
                             }
                             return out;
                         }};
@@ -277,7 +278,7 @@ private:
                 require_defined(v, e.pos);
                 if (!v.is_number()) fail(e.pos, "bad operand type for unary " + e.name + ": '" + v.type_name() + "'");
                 if (e.name == "+") return v.is_bool() ? Value(v.as_int()) : v;
-                return v.kind() == Value::Kind::Float ? Value(-v.as_float()) : Value(-v.as_int());
+                return negate(v, e.pos);
             }
             case Expr::Kind::Binary: return binary(e);
             case Expr::Kind::Compare: {
@@ -391,31 +392,7 @@ private:
             return out;
         }
         if (!a.is_number() || !b.is_number()) return bad();
-        const bool floats = a.kind() == Value::Kind::Float || b.kind() == Value::Kind::Float;
-        const double x = a.as_float(), y = b.as_float();
-        const int64_t i = a.as_int(), j = b.as_int();
-        if ((op == "/" || op == "//" || op == "%") && y == 0) fail(e.pos, "division by zero");
-        if (op == "+") return floats ? Value(x + y) : Value(i + j);
-        if (op == "-") return floats ? Value(x - y) : Value(i - j);
-        if (op == "*") return floats ? Value(x * y) : Value(i * j);
-        if (op == "/") return Value(x / y);
-        if (op == "//") {
-            if (floats) return Value(std::floor(x / y));
-            return Value(i / j - ((i % j != 0) && ((i < 0) != (j < 0)) ? 1 : 0));
-        }
-        if (op == "%") {
-            if (floats) {
-                const double r = std::fmod(x, y);
-                return Value(r != 0 && ((r < 0) != (y < 0)) ? r + y : r);
-            }
-            const int64_t r = i % j;
-            return Value(r != 0 && ((r < 0) != (j < 0)) ? r + j : r);
-        }
-        if (op == "**") {
-            if (!floats && j >= 0) return Value(static_cast<int64_t>(std::llround(std::pow(x, y))));
-            return Value(std::pow(x, y));
-        }
-        return bad();
+        return arithmetic(op, a, b, e.pos);
     }
 
     static bool compare(const std::string& op, const Value& a, const Value& b, const Pos& pos) {

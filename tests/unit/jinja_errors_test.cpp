@@ -95,6 +95,25 @@ TEST(JinjaErrors, RenderingErrorsAsJinja2RaisesThem) {
     EXPECT_EQ(render("[{{ x }}{% if x %}t{% endif %}{% for i in x %}i{% endfor %}{{ x | length }}]"), "[0]");
 }
 
+// Python's ints are unbounded; where a result leaves int64 tessel says so rather than wrapping
+// (found by fuzz_jinja: 9111111**111*11610 was undefined behaviour).
+TEST(JinjaErrors, IntegerResultsOutsideInt64AreErrors) {
+    const std::string tail = "' (tessel's integers are 64-bit)";
+    invalid("{{ 9111111 ** 111 * 11610 }}", "template:1:12: integer overflow in '**" + tail);
+    invalid("{{ 3 ** 40 }}", "template:1:6: integer overflow in '**" + tail);
+    invalid("{{ 9223372036854775807 + 1 }}", "template:1:24: integer overflow in '+" + tail);
+    invalid("{{ -9223372036854775807 - 2 }}", "template:1:25: integer overflow in '-" + tail);
+    invalid("{{ 4294967296 * 4294967296 }}", "template:1:15: integer overflow in '*" + tail);
+    invalid("{{ (-9223372036854775807 - 1) // -1 }}", "template:1:31: integer overflow in '//" + tail);
+    invalid("{{ -(-9223372036854775807 - 1) }}", "template:1:4: integer overflow in '-" + tail);
+    invalid("{{ (-9223372036854775807 - 1) | abs }}", "template:1:33: integer overflow in '-" + tail);
+    invalid("{{ '99999999999999999999' | int }}", "template:1:29: integer overflow in int('99999999999999999999') (tessel's integers are 64-bit)");
+    invalid("{{ 1e300 | int }}", "template:1:12: cannot convert float 1e+300 to a 64-bit integer");
+    invalid("{{ '1e400' | int }}", "template:1:14: cannot convert float inf to a 64-bit integer");
+    // A numeric attribute path past int64 names no element (jinja2: undefined), and no error.
+    EXPECT_EQ(render("{{ xs | map(attribute='99999999999999999999') | select('defined') | list }}", R"({"xs": [[1]]})"), "[]");
+}
+
 TEST(JinjaErrors, RaiseExceptionThrowsTheTemplatesMessage) {
     try {
         render("{{ raise_exception('Conversation roles must alternate user/assistant') }}");
