@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "npu/device/device.h"
+#include "npu/device/faults.h"
 #include "npu/host/allreduce.hpp"
 #include "npu/host/backend.hpp"
 #include "npu/host/device.hpp"

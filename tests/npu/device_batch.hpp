@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "npu/device/device.h"
-#include "npu/device/platform_posix.h"
+#include "npu/posix/platform_posix.h"
 #include "npu/link/shm.hpp"
 
 namespace tessel::test {

@@ -123,17 +123,17 @@ protected:
     // AVX-512): every build gives the C kernel's bits.
     void run_and_compare(const Attn& a, uint32_t kv_type, int64_t h_kv, bool with_sinks, uint32_t q_tile = 0) {
         const uint32_t host_isa = device_->platform.isa;
-        device_->platform.isa = 0;
+        tsl_npu_device_use_isa(device_.get(), 0);
         std::vector<float> c_out;
         ASSERT_NO_FATAL_FAILURE(run_kernel(a, kv_type, h_kv, with_sinks, q_tile, c_out));
         for (const uint32_t isa : {TSL_NPU_ISA_AVX2, TSL_NPU_ISA_AVX512}) {
             if (!(host_isa & isa)) continue;  // no such build to compare on this CPU
-            device_->platform.isa = isa;
+            tsl_npu_device_use_isa(device_.get(), isa);
             std::vector<float> isa_out;
             ASSERT_NO_FATAL_FAILURE(run_kernel(a, kv_type, h_kv, with_sinks, q_tile, isa_out));
             ASSERT_EQ(std::memcmp(isa_out.data(), c_out.data(), c_out.size() * 4), 0) << "isa " << isa;
         }
-        device_->platform.isa = host_isa;
+        tsl_npu_device_use_isa(device_.get(), host_isa);
     }
     void run_kernel(const Attn& a, uint32_t kv_type, int64_t h_kv, bool with_sinks, uint32_t q_tile,
                     std::vector<float>& got);

@@ -30,7 +30,7 @@
 extern "C" {
 #include "npu/device/device.h"
 #include "npu/device/ops_matmul.h"
-#include "npu/device/platform_posix.h"
+#include "npu/posix/platform_posix.h"
 #include "npu/device/vec_i8.h"
 #include "npu/proto/proto.h"
 }

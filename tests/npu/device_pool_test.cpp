@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "npu/device/platform_posix.h"
+#include "npu/posix/platform_posix.h"
 
 namespace tessel::test {
 namespace {

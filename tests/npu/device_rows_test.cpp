@@ -98,7 +98,7 @@ TEST_F(NpuDeviceRows, GluRowKernelPlainCAndAvx512Agree) {
         const uint16_t ta = bb.tensor(buf, TSL_NPU_TYPE_F32, 0, {2 * k, rows, 1, 1});
         const uint16_t td = bb.tensor(buf, TSL_NPU_TYPE_F32, 65536, {k, rows, 1, 1});
         bb.op(TSL_NPU_OP_GLU, {ta}, {td}).params[0] = kind;
-        device_->platform.isa = 0;
+        tsl_npu_device_use_isa(device_.get(), 0);
         ASSERT_EQ(run(bb), TSL_NPU_OK);
         const std::vector<float> c_out(at<float>(65536), at<float>(65536) + k * rows);
         for (int64_t r = 0; r < rows; ++r)
@@ -111,12 +111,12 @@ TEST_F(NpuDeviceRows, GluRowKernelPlainCAndAvx512Agree) {
         uint64_t seq = 2;
         for (const uint32_t isa : {TSL_NPU_ISA_AVX2, TSL_NPU_ISA_AVX512}) {
             if (!(host_isa & isa)) continue;  // no such build to compare on this CPU
-            device_->platform.isa = isa;
+            tsl_npu_device_use_isa(device_.get(), isa);
             ASSERT_EQ(run(bb, seq++), TSL_NPU_OK);
             ASSERT_EQ(std::memcmp(at<float>(65536), c_out.data(), c_out.size() * 4), 0) << kind << " isa " << isa;
         }
     }
-    device_->platform.isa = host_isa;
+    tsl_npu_device_use_isa(device_.get(), host_isa);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <thread>
 
+#include "npu/device/faults.h"
 #include "npu/device_batch.hpp"
 
 namespace tessel::test {

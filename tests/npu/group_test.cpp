@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "npu/device/device.h"
+#include "npu/device/faults.h"
 #include "npu/f32_tensors.hpp"
 #include "npu/host/backend.hpp"
 #include "npu/host/device.hpp"

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "npu/device/device.h"
+#include "npu/device/faults.h"
 #include "npu/link/link.hpp"
 #include "npu/link/shm.hpp"
 #include "tessel/errors.hpp"

@@ -13,6 +13,7 @@
 
 #include "backend/backend.hpp"
 #include "npu/device/device.h"
+#include "npu/device/faults.h"
 #include "npu/host/backend.hpp"
 #include "npu/host/device.hpp"
 #include "npu/host/session.hpp"

@@ -12,6 +12,7 @@
 
 #include "backend/registry.hpp"
 #include "npu/device/device.h"
+#include "npu/device/faults.h"
 #include "npu/host/allreduce.hpp"
 #include "npu/host/backend.hpp"
 #include "npu/host/buffer.hpp"

@@ -87,7 +87,7 @@ int32_t tsl_npu_batch_check(const tsl_npu_device* d, uint8_t* block, const tsl_n
         if (status == TSL_NPU_OK) status = check_slots(op->dst, TSL_NPU_MAX_DST, kind->n_dst, b->n_tensors);
         if (status != TSL_NPU_OK) return status;
         tsl_npu_op_ctx c;
-        tsl_npu_batch_resolve(b, &d->platform, i, &c);
+        tsl_npu_batch_resolve(b, d, i, &c);
         /* a tile's bytes are not the tensor's: only ops written for tiles take them */
         status = !kind->reads_tiles && tsl_npu_any_repacked(&c) ? TSL_NPU_ERR_BAD_TYPE : kind->check(&c);
         if (status != TSL_NPU_OK) return status;
@@ -115,9 +115,10 @@ static void resolve_view(const tsl_npu_batch* b, uint16_t index, tsl_npu_view* v
     }
 }
 
-void tsl_npu_batch_resolve(const tsl_npu_batch* b, const tsl_npu_platform* platform, uint32_t i, tsl_npu_op_ctx* c) {
+void tsl_npu_batch_resolve(const tsl_npu_batch* b, const tsl_npu_device* d, uint32_t i, tsl_npu_op_ctx* c) {
     const tsl_npu_op_desc* op = &b->ops[i];
-    c->platform = platform;
+    c->platform = &d->platform;
+    c->kernels = &d->kernels;
     c->op = op;
     c->vtcm = 0;
     c->bytes = 0;

@@ -34,7 +34,8 @@ typedef struct tsl_npu_batch {
 int32_t tsl_npu_batch_check(const tsl_npu_device* d, uint8_t* block, const tsl_npu_batch_req* req, tsl_npu_batch* b,
                             uint32_t* err_op);
 
-/* Resolves op i of a checked batch into *c (its kind's tensors as views of device memory). */
-void tsl_npu_batch_resolve(const tsl_npu_batch* b, const tsl_npu_platform* platform, uint32_t i, tsl_npu_op_ctx* c);
+/* Resolves op i of a checked batch on device d into *c (its kind's tensors as views of device
+ * memory, d's platform and kernels). */
+void tsl_npu_batch_resolve(const tsl_npu_batch* b, const tsl_npu_device* d, uint32_t i, tsl_npu_op_ctx* c);
 
 #endif /* TESSEL_NPU_DEVICE_BATCH_H */

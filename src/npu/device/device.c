@@ -3,6 +3,7 @@
 #include "npu/device/device.h"
 
 #include "npu/device/batch.h"
+#include "npu/device/faults.h"
 
 static const char k_device_name[] = "tessel virtual NPU";
 
@@ -12,6 +13,7 @@ int32_t tsl_npu_device_init(tsl_npu_device* d, const tsl_npu_platform* platform)
     uint64_t scratch_bytes = 0;
     void* scratch = platform->scratch ? platform->scratch(platform->ctx, &scratch_bytes) : 0;
     tsl_npu_vtcm_init(&d->vtcm, scratch, scratch ? scratch_bytes : 0);
+    tsl_npu_kernels_select(platform->isa, &d->kernels);
     for (uint32_t i = 0; i < TSL_NPU_DEVICE_MAX_MAPPINGS; ++i) {
         d->mappings[i].host_fd = -1;
         d->mappings[i].local_fd = -1;
@@ -19,12 +21,17 @@ int32_t tsl_npu_device_init(tsl_npu_device* d, const tsl_npu_platform* platform)
     return TSL_NPU_OK;
 }
 
+void tsl_npu_device_use_isa(tsl_npu_device* d, uint32_t isa) {
+    d->platform.isa = isa;
+    tsl_npu_kernels_select(isa, &d->kernels);
+}
+
 void tsl_npu_device_hwinfo(const tsl_npu_device* d, tsl_npu_hwinfo* out) {
     __builtin_memset(out, 0, sizeof *out);
     out->proto_version = TSL_NPU_PROTO_VERSION;
     out->n_threads = d->platform.n_threads;
     out->vtcm_bytes = d->vtcm.size;
-    out->matrix_unit = (d->platform.isa & TSL_NPU_ISA_AMX_INT8) ? 1u : 0u;
+    out->matrix_unit = d->kernels.matrix_tile_cols ? 1u : 0u;
     out->max_bufs = TSL_NPU_DEVICE_MAX_MAPPINGS;
     _Static_assert(sizeof k_device_name <= sizeof out->name, "device name fits hwinfo.name");
     __builtin_memcpy(out->name, k_device_name, sizeof k_device_name);
@@ -152,7 +159,7 @@ static int32_t run_ops(tsl_npu_device* d, const tsl_npu_batch* b, uint32_t flags
         prof->start_ns = p->now_ns(p->ctx);
         const uint64_t cycles0 = p->cycles(p->ctx);
         tsl_npu_op_ctx c;
-        tsl_npu_batch_resolve(b, p, i, &c);
+        tsl_npu_batch_resolve(b, d, i, &c);
         tsl_npu_vtcm_reset(&d->vtcm, tsl_npu_op_scratch(&b->ops[i]));
         c.vtcm = &d->vtcm;
         c.heartbeat = heartbeat;

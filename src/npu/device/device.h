@@ -12,6 +12,7 @@
 #ifndef TESSEL_NPU_DEVICE_H
 #define TESSEL_NPU_DEVICE_H
 
+#include "npu/device/kernels.h"
 #include "npu/device/vtcm.h"
 #include "npu/proto/proto.h"
 
@@ -78,6 +79,7 @@ typedef struct tsl_npu_platform {
 #define TSL_NPU_ISA_AVX512 0x4u     /* AVX-512 F + BW + VL + DQ with the OS saving the zmm state: the
                                        _avx512 float kernels (FLASH_ATTN_EXT) */
 #define TSL_NPU_ISA_AVX512VBMI 0x8u /* AVX512VNNI and VBMI (byte permutes): the _avx512vbmi matmul kernel */
+#define TSL_NPU_ISA_HVX 0x20u       /* Hexagon HVX (v67, 128-byte vectors): the _hvx integer matmul kernels */
 #define TSL_NPU_ISA_AVX2 0x10u      /* AVX2 + FMA + F16C with the OS saving the ymm state: the _avx2 matmul
                                        and float kernels, used where no AVX-512 bit is set */
 
@@ -88,37 +90,23 @@ typedef struct tsl_npu_mapping {
     uint8_t* base;
 } tsl_npu_mapping;
 
-/* Faults a test device injects (TESSEL_NPU_FAULT, read by the link that starts the device). */
-enum tsl_npu_fault {
-    TSL_NPU_FAULT_NONE = 0,
-    TSL_NPU_FAULT_STATUS = 1, /* answer every batch with TSL_NPU_ERR_INJECTED */
-    TSL_NPU_FAULT_SEQ = 2,    /* answer with seq + 1000 */
-    TSL_NPU_FAULT_HANG = 3,   /* never answer and stop the heartbeat (until cancelled) */
-    TSL_NPU_FAULT_DIE = 4,    /* the device process exits in the middle of a batch (link's job) */
-    TSL_NPU_FAULT_BAD_DESC = 5, /* host side: the session corrupts a tensor offset before sending */
-    TSL_NPU_FAULT_STUCK = 6,    /* the first op of every batch never returns: its workers loop inside the
-                                   op, blind to the cancel flag, without a heartbeat, until
-                                   tsl_npu_device_release_stuck() (tests only; never, in a device process) */
-    TSL_NPU_FAULT_SLOW = 7      /* every batch starts 20 idle naps (~20 ms) late, then runs normally: a
-                                   device that lags behind its peers */
-};
-
-/* Lets every op the STUCK fault holds in this process finish (the op then answers
- * TSL_NPU_ERR_INJECTED); a STUCK op that starts later is held again. Only tests call it, to free
- * the threads of an in-process device the host abandoned. Safe from any thread. */
-void tsl_npu_device_release_stuck(void);
-
 typedef struct tsl_npu_device {
     tsl_npu_platform platform;
     tsl_npu_vtcm vtcm; /* the platform's scratchpad; each op gets its stated share */
-    uint32_t fault; /* enum tsl_npu_fault */
+    tsl_npu_kernels kernels; /* chosen at init from platform.isa */
+    uint32_t fault; /* enum tsl_npu_fault (faults.h): tests only, 0 otherwise */
     uint32_t n_mappings;
     tsl_npu_mapping mappings[TSL_NPU_DEVICE_MAX_MAPPINGS];
 } tsl_npu_device;
 
 /* Prepares `d` (caller-owned storage) with the platform's services; its VTCM is the platform's
- * scratch block (none when the platform has none). Returns TSL_NPU_OK. */
+ * scratch block (none when the platform has none) and its kernels those of platform->isa
+ * (kernels.h). Returns TSL_NPU_OK. */
 int32_t tsl_npu_device_init(tsl_npu_device* d, const tsl_npu_platform* platform);
+
+/* Runs the device's ops with the kernels of `isa` instead (platform.isa becomes `isa`): tests
+ * compare an ISA's kernels with plain C (isa 0) on one device. Not while a batch runs. */
+void tsl_npu_device_use_isa(tsl_npu_device* d, uint32_t isa);
 
 /* Fills what the device reports at session start (protocol version, threads, scratchpad). */
 void tsl_npu_device_hwinfo(const tsl_npu_device* d, tsl_npu_hwinfo* out);

@@ -36,6 +36,7 @@ typedef struct tsl_npu_op_trace {
  * NULL in check. */
 typedef struct tsl_npu_op_ctx {
     const tsl_npu_platform* platform;
+    const tsl_npu_kernels* kernels; /* the device's, for its platform's ISA (kernels.h) */
     const tsl_npu_op_desc* op;
     tsl_npu_vtcm* vtcm;
     tsl_npu_view src[TSL_NPU_MAX_SRC];

@@ -64,12 +64,7 @@ int32_t tsl_npu_flash_attn_run(tsl_npu_op_ctx* c) {
     t.base = (float*)tsl_npu_vtcm_alloc(c->vtcm, tsl_npu_flash_attn_scratch(D, Dv, q_tile, n_threads), TSL_NPU_VTCM_ALIGN);
     if (!t.base) return TSL_NPU_ERR_NO_VTCM; /* the op stated less than its kernel takes */
     const tsl_npu_view* q = &c->src[0];
-    tsl_npu_task_fn rows = tsl_npu_fa_rows_c;
-#if defined(__x86_64__) || defined(__i386__)
-    if (c->platform->isa & TSL_NPU_ISA_AVX2) rows = tsl_npu_fa_rows_avx2;
-    if (c->platform->isa & TSL_NPU_ISA_AVX512) rows = tsl_npu_fa_rows_avx512;
-#endif
-    tsl_npu_ops_parallel(c, tsl_npu_n_rows(q) * c->src[1].ne[1] * (D + Dv), rows, &t);
+    tsl_npu_ops_parallel(c, tsl_npu_n_rows(q) * c->src[1].ne[1] * (D + Dv), c->kernels->fa_rows, &t);
     c->bytes = q->size + c->src[1].size + c->src[2].size + c->dst[0].size + (c->src[3].data ? c->src[3].size : 0);
     return TSL_NPU_OK;
 }

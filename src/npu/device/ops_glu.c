@@ -24,12 +24,7 @@ int32_t tsl_npu_glu_check(const tsl_npu_op_ctx* c) {
 
 int32_t tsl_npu_glu_run(tsl_npu_op_ctx* c) {
     const int64_t n = tsl_npu_n_elements(&c->dst[0]);
-    tsl_npu_row_fn row = tsl_npu_glu_row_c;
-#if defined(__x86_64__) || defined(__i386__)
-    if (c->platform->isa & TSL_NPU_ISA_AVX2) row = tsl_npu_glu_row_avx2;
-    if (c->platform->isa & TSL_NPU_ISA_AVX512) row = tsl_npu_glu_row_avx512;
-#endif
-    tsl_npu_for_rows(c, 2 * n, row);
+    tsl_npu_for_rows(c, 2 * n, c->kernels->glu_row);
     const uint32_t gate_type = c->src[1].data ? c->src[1].type : c->src[0].type;
     c->bytes = (uint64_t)n * (tsl_npu_type_bytes(c->src[0].type) + tsl_npu_type_bytes(gate_type) + tsl_npu_type_bytes(c->dst[0].type));
     return TSL_NPU_OK;

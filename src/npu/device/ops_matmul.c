@@ -86,10 +86,10 @@ static uint32_t n_outputs(const tsl_npu_op_ctx* c, int is_id) {
     return n;
 }
 
-static int32_t weight_check(const tsl_npu_view* w, const tsl_npu_matmul_kparams* kp, const tsl_npu_platform* platform) {
+static int32_t weight_check(const tsl_npu_view* w, const tsl_npu_matmul_kparams* kp, const tsl_npu_kernels* kernels) {
     if (w->flags & TSL_NPU_TENSOR_REPACKED) {
         const uint32_t tb = tsl_npu_tile_bytes(w->type);
-        const int matrix_ok = kp->kernel == TSL_NPU_MM_MATRIX && (platform->isa & TSL_NPU_ISA_AMX_INT8);
+        const int matrix_ok = kp->kernel == TSL_NPU_MM_MATRIX && kernels->matrix_tile_cols;
         if ((kp->kernel != TSL_NPU_MM_TILED && !matrix_ok) || tb == 0 || w->ne[0] % 32 != 0 || kp->dma > 2) return TSL_NPU_ERR_BAD_TYPE;
         const uint64_t tiles = (uint64_t)((w->ne[1] + 31) / 32) * (uint64_t)(w->ne[0] / 32) * (uint64_t)w->ne[2] *
                                (uint64_t)w->ne[3];
@@ -128,7 +128,7 @@ static int32_t kernel_of(const tsl_npu_op_ctx* c, tsl_npu_matmul_kparams* kp, in
         if (b && b->data && (b->type != TSL_NPU_TYPE_F32 || (b->flags & TSL_NPU_TENSOR_REPACKED) || b->nb[0] != 4 ||
                              b->ne[0] != w->ne[1] || b->ne[1] != 1 || b->ne[2] != 1 || b->ne[3] != 1))
             return TSL_NPU_ERR_BAD_TYPE;
-        const int32_t status = weight_check(w, kp, c->platform);
+        const int32_t status = weight_check(w, kp, c->kernels);
         if (status != TSL_NPU_OK) return status;
     }
     return TSL_NPU_OK;
@@ -299,9 +299,8 @@ static void tiled_work(void* arg, uint32_t worker, uint32_t n_workers) {
     const uint8_t* staged[2] = {0, 0}; /* where each buffer's transfer lands */
     const int amx = j->kp.kernel == TSL_NPU_MM_MATRIX;
     uint64_t reshape_ns = 0;
-#if defined(__x86_64__) || defined(__i386__)
-    if (amx) tsl_npu_mm_amx_begin();
-#endif
+    const tsl_npu_kernels* k = j->c->kernels;
+    if (amx) k->matrix_begin();
     (void)n_workers;
     int64_t cur = 0, end = 0, pending = 0;
     int64_t item = claim_item(j, &cur, &end);
@@ -332,15 +331,13 @@ static void tiled_work(void* arg, uint32_t worker, uint32_t n_workers) {
             tiles = staged[cur_buf];
             cur_buf ^= 1;
         }
-#if defined(__x86_64__) || defined(__i386__)
         if (amx) {
             const uint64_t t0 = p->now_ns(p->ctx);
             uint8_t* panel = mine + j->panel_offset;
-            tsl_npu_mm_amx_reshape(j->w->type, j->tile_bytes, j->n_kt, tiles, panel);
+            k->matrix_reshape(j->w->type, j->tile_bytes, j->n_kt, tiles, panel);
             reshape_ns += p->now_ns(p->ctx) - t0;
             tiles = panel;
         }
-#endif
         int64_t cursor = 0;
         uint32_t n_cols;
         while ((n_cols = next_cols(j, out, rt, matrix, i2, i3, &cursor, rows, outs)) > 0) {
@@ -359,9 +356,7 @@ static void tiled_work(void* arg, uint32_t worker, uint32_t n_workers) {
         }
         item = next;
     }
-#if defined(__x86_64__) || defined(__i386__)
-    if (amx) tsl_npu_mm_amx_end();
-#endif
+    if (amx) k->matrix_end();
     if (amx) *reshape_slot(j, worker) += reshape_ns;
 }
 
@@ -450,30 +445,11 @@ static int32_t mm_run(tsl_npu_op_ctx* c, int is_id) {
     /* tiled kernels quantize and run the activations a step of kparams.act_rows rows at a time
      * (each item once per step, against the step's columns); flat reads them in place at once */
     const int64_t step = tiled && j.kp.act_rows && j.kp.act_rows < n_rows ? j.kp.act_rows : n_rows;
-    j.tile_fn = tsl_npu_mm_tile_cols_c;
-    j.widen_fn = tsl_npu_mm_widen_c;
-    j.dot_fn = tsl_npu_mm_dot_c;
-    j.quantize_fn = tsl_npu_mm_quantize_c;
-#if defined(__x86_64__) || defined(__i386__)
-    if (c->platform->isa & TSL_NPU_ISA_AVX2) {
-        j.tile_fn = tsl_npu_mm_tile_cols_avx2;
-        j.widen_fn = tsl_npu_mm_widen_avx2;
-        j.dot_fn = tsl_npu_mm_dot_avx2;
-        j.quantize_fn = tsl_npu_mm_quantize_avx2;
-    }
-    if (c->platform->isa & TSL_NPU_ISA_AVX512VNNI) {
-        j.tile_fn = tsl_npu_mm_tile_cols_avx512vnni;
-        j.widen_fn = tsl_npu_mm_widen_avx512vnni;
-        j.dot_fn = tsl_npu_mm_dot_avx512vnni;
-        j.quantize_fn = tsl_npu_mm_quantize_avx512vnni;
-    }
-    if (c->platform->isa & TSL_NPU_ISA_AVX512VBMI) {
-        j.tile_fn = tsl_npu_mm_tile_cols_avx512vbmi;
-        j.widen_fn = tsl_npu_mm_widen_avx512vbmi;
-        j.dot_fn = tsl_npu_mm_dot_avx512vbmi;
-    }
-    if (j.kp.kernel == TSL_NPU_MM_MATRIX) j.tile_fn = tsl_npu_mm_tile_cols_amx; /* the check saw the AMX bit */
-#endif
+    const tsl_npu_kernels* k = c->kernels;
+    j.tile_fn = j.kp.kernel == TSL_NPU_MM_MATRIX ? k->matrix_tile_cols : k->mm_tile_cols; /* the check saw the unit */
+    j.widen_fn = k->mm_widen;
+    j.dot_fn = k->mm_dot;
+    j.quantize_fn = k->mm_quantize;
     if (tiled) {
         j.tile_bytes = tsl_npu_tile_bytes(j.w->type);
         j.q_bytes = align64((uint64_t)j.k);

@@ -9,6 +9,10 @@
 
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* One pass of the tiled kernel: the 32 rows of one row tile against up to TSL_NPU_MM_COLS
  * activation columns.
  *   tiles: the row tile's n_kt tiles of `type` (Q4_0, Q4_1, Q8_0, IQ4_NL, MXFP4), tile_bytes each,
@@ -41,6 +45,9 @@ typedef float (*tsl_npu_mm_dot_fn)(const float* a, const float* b, int64_t k);
  * k % 32 == 0 -> k Q8 quants, k/32 float scales, k/32 int32 quant sums), one build per ISA;
  * both give the same bits. */
 typedef void (*tsl_npu_mm_quantize_fn)(const float* x, int64_t k, int8_t* q, float* d, int32_t* sums);
+/* The tiled kernel (one pass, as above) and the matrix unit's weight reshape (below). */
+typedef void (*tsl_npu_mm_tile_fn)(const tsl_npu_mm_tile_args* a);
+typedef void (*tsl_npu_mm_reshape_fn)(uint32_t type, uint32_t tile_bytes, int64_t n_kt, const uint8_t* tiles, uint8_t* out);
 
 void tsl_npu_mm_tile_cols_c(const tsl_npu_mm_tile_args* a);
 void tsl_npu_mm_widen_c(const uint16_t* h, float* out, int64_t k);
@@ -81,5 +88,9 @@ void tsl_npu_tile_scales(uint32_t type, const uint8_t* tile, float* d, float* m)
 /* Quant j (0..31) of row r (0..31) of a tile as its signed value before scaling: Q4_0 q - 8,
  * Q4_1 q, Q8_0 q, IQ4_NL the non-linear table's value, MXFP4 twice the E2M1 value. */
 int32_t tsl_npu_tile_value(uint32_t type, const uint8_t* tile, int r, int j);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* TESSEL_NPU_DEVICE_OPS_MATMUL_H */

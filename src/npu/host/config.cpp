@@ -9,6 +9,7 @@
 
 #include "core/env.hpp"
 #include "npu/device/device.h"
+#include "npu/device/faults.h"
 #include "npu/host/fusion.hpp"
 #include "tessel/errors.hpp"
 

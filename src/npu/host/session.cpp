@@ -5,6 +5,7 @@
 
 #include "core/log.hpp"
 #include "npu/device/device.h"
+#include "npu/device/faults.h"
 #include "npu/host/trace.hpp"
 #include "tessel/errors.hpp"
 

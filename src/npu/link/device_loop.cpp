@@ -6,6 +6,7 @@
 #include <chrono>
 #include <thread>
 
+#include "npu/device/faults.h"
 #include "tessel/errors.hpp"
 
 namespace tessel::npu {

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "npu/device/device.h"
-#include "npu/device/platform_posix.h"
+#include "npu/posix/platform_posix.h"
 #include "npu/link/cpu_set.hpp"
 #include "npu/link/ring.hpp"
 

@@ -1,6 +1,6 @@
 /* perf_event_open counters of the posix platform (platform_counters_posix.h). */
 #define _GNU_SOURCE
-#include "npu/device/platform_counters_posix.h"
+#include "npu/posix/platform_counters_posix.h"
 
 #include <errno.h>
 #include <linux/perf_event.h>

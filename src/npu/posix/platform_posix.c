@@ -1,7 +1,7 @@
 /* tsl_npu_platform on Linux (platform_posix.h). */
 #define _GNU_SOURCE
-#include "npu/device/platform_posix.h"
-#include "npu/device/platform_counters_posix.h"
+#include "npu/posix/platform_posix.h"
+#include "npu/posix/platform_counters_posix.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
