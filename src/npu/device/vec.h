@@ -4,7 +4,7 @@
  * Three implementations behind the same names (kernels only use the functions below and a
  * vector's lanes as .v[i]):
  *   - plain C (the default): a struct of 16 floats and fixed-count lane loops, which compiles
- *     freestanding for Hexagon (scripts/check-hexagon.sh) and which host compilers auto-vectorise;
+ *     freestanding for Hexagon (-DTESSEL_HEXAGON=ON) and which host compilers auto-vectorise;
  *   - AVX-512 (a translation unit compiled with __AVX512F__, i.e. an ISA-suffixed device file such
  *     as ops_flash_attn_avx512.c, cmake/TesselFlags.cmake): a union of one __m512 and the 16
  *     floats, the functions on intrinsics. TSL_VF_AVX512 is defined then;

@@ -7,7 +7,7 @@
  * operand (an offset code, e.g. q + 128, corrected with the activation block sum) and Q8
  * activations in the signed one.
  *
- * Plain C by default (freestanding, builds for Hexagon: scripts/check-hexagon.sh); a translation
+ * Plain C by default (freestanding, builds for Hexagon: -DTESSEL_HEXAGON=ON); a translation
  * unit compiled with AVX-512 BW + VNNI (the matmul's _avx512 kernel) gets the same functions on
  * intrinsics. Results are identical: integer arithmetic has no rounding, and the sums stay far
  * below 2^31 for the kernels' 32-element blocks (|sum| <= 32 * 255 * 128).
