@@ -6,7 +6,7 @@
 # instrumentation to every target.
 # tessel_isa_sources(): per-ISA translation units get their target flags here, keyed by the
 # file-name suffix (x86: _f16c, _avx2, _avx512, _avx512vnni, _avx512vbmi, _amx; aarch64: _neon, _dotprod,
-# _i8mm, _sve, _sme), so the portable build never uses -march=native.
+# _i8mm, _sve, _sme; hexagon: _hvx), so the portable build never uses -march=native.
 
 add_library(tessel_warnings INTERFACE)
 target_compile_options(tessel_warnings INTERFACE -Wall -Wextra -Werror)
@@ -114,6 +114,8 @@ function(tessel_isa_sources)
       # the C++ around the SME cores runs outside streaming mode as baseline code; the .S cores
       # name their architecture themselves (.arch armv9-a+sme)
       set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "-march=armv8-a")
+    elseif(stem MATCHES "_hvx$")
+      set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "-mhvx;-mhvx-length=128b")
     elseif(stem MATCHES "_amx$")
       set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS
         "-mamx-tile;-mamx-int8;-mamx-bf16;-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512vnni;-mavx2;-mfma;-mf16c")

@@ -50,6 +50,11 @@ void tsl_npu_kernels_select(uint32_t isa, tsl_npu_kernels* k) {
         k->matrix_reshape = tsl_npu_mm_amx_reshape;
         k->matrix_tile_cols = tsl_npu_mm_tile_cols_amx;
     }
+#elif defined(__hexagon__)
+    if (isa & TSL_NPU_ISA_HVX) { /* the integer dot products; float stays plain C (no HVX float in v67) */
+        k->vector = "hvx";
+        k->mm_tile_cols = tsl_npu_mm_tile_cols_hvx;
+    }
 #else
     (void)isa;
 #endif

@@ -53,6 +53,9 @@ void tsl_npu_mm_tile_cols_c(const tsl_npu_mm_tile_args* a);
 void tsl_npu_mm_widen_c(const uint16_t* h, float* out, int64_t k);
 float tsl_npu_mm_dot_c(const float* a, const float* b, int64_t k);
 void tsl_npu_mm_quantize_c(const float* x, int64_t k, int8_t* q, float* d, int32_t* sums);
+#if defined(__hexagon__)
+void tsl_npu_mm_tile_cols_hvx(const tsl_npu_mm_tile_args* a); /* HVX (ops_matmul_tile_hvx.c) */
+#endif
 #if defined(__x86_64__) || defined(__i386__)
 void tsl_npu_mm_tile_cols_avx512vnni(const tsl_npu_mm_tile_args* a);
 void tsl_npu_mm_widen_avx512vnni(const uint16_t* h, float* out, int64_t k);

@@ -1,7 +1,8 @@
 /* Internal to the matmul kernels: a 32x32 weight tile (layout: src/npu/host/tiled.hpp) decoded
- * into 16 vectors of 64 bytes, vector (h * 8 + j), byte 4i + t = the code of row 16h + i, element
- * 4j + t. That is the operand layout of the vector unit's 4-element dot products (vec_i8.h) and,
- * per half h (8 rows of 64 bytes), an AMX B tile (Intel SDM, "Intel AMX": B[k/4][4n + k%4]).
+ * into 32 / L parts of 8 vectors of 4L bytes (L = vec_i8.h's TSL_VI32_LANES: 16, or 32 with HVX),
+ * vector (h * 8 + j), byte 4i + t = the code of row L h + i, element 4j + t. That is the operand
+ * layout of the vector unit's 4-element dot products (vec_i8.h) and, with L = 16, per half h (8
+ * rows of 64 bytes) an AMX B tile (Intel SDM, "Intel AMX": B[k/4][4n + k%4]).
  * Codes are offset to be unsigned: Q4_0 and Q4_1 their nibble, Q8_0 q + 128, IQ4_NL and MXFP4
  * their table value + 128; code - offset is the quant's signed value.
  * Built with AVX-512 VBMI two-table byte permutes where the including file's flags have them
@@ -125,9 +126,9 @@ static inline void mm_decode(uint32_t type, const uint8_t* t, const uint8_t* lut
         }
 #else
     for (int r = 0; r < 32; ++r) {
-        uint8_t* row = out + (r / 16) * 8 * 64 + 4 * (r % 16);
+        uint8_t* row = out + (r / TSL_VI32_LANES) * 8 * TSL_VU8_LANES + 4 * (r % TSL_VI32_LANES);
         for (int j = 0; j < 8; ++j) {
-            uint8_t* o = row + j * 64;
+            uint8_t* o = row + j * TSL_VU8_LANES;
             if (type == TSL_NPU_TYPE_Q8_0) {
                 o[0] = t[2 * j * 64 + 2 * r] ^ 0x80u;
                 o[1] = t[2 * j * 64 + 2 * r + 1] ^ 0x80u;

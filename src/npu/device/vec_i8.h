@@ -1,5 +1,6 @@
 /* The device kernels' int8 vector abstraction (the integer half of vec.h's float vectors): byte
- * vectors of TSL_VU8_LANES (64) unsigned lanes and int32 vectors of TSL_VI32_LANES (16) lanes,
+ * vectors of TSL_VU8_LANES unsigned lanes and int32 vectors of TSL_VI32_LANES = TSL_VU8_LANES / 4
+ * lanes (64 and 16; 128 and 32 on Hexagon HVX),
  * with dot products of 4-element groups: int32 lane i accumulates
  *     sum_{t<4} u8 lane (4i + t) x s8 value t of its group,
  * the shape of x86 AVX-512 VNNI `vpdpbusd` (unsigned x signed bytes) and of Hexagon HVX `vrmpy`
@@ -9,7 +10,9 @@
  *
  * Plain C by default (freestanding, builds for Hexagon: -DTESSEL_HEXAGON=ON); a translation
  * unit compiled with AVX-512 BW + VNNI (the matmul's _avx512 kernel) gets the same functions on
- * intrinsics. Results are identical: integer arithmetic has no rounding, and the sums stay far
+ * intrinsics, one compiled with HVX (128-byte vectors, the _hvx kernels) on HVX vrmpy, whose
+ * unsigned-by-signed byte form (vrmpybus, Hexagon V6 HVX Programmer's Reference) sums the same four
+ * products per 32-bit lane. Results are identical: integer arithmetic has no rounding, and the sums stay far
  * below 2^31 for the kernels' 32-element blocks (|sum| <= 32 * 255 * 128).
  *
  * Also here: Q8 quantization of activations, bit-exact with tessel's Q8_0 reference quantizer
@@ -30,14 +33,25 @@
 #elif defined(__AVX2__) && defined(__F16C__)
 #include <immintrin.h>
 #define TSL_VI8_AVX2 1 /* only the quantizer below; the AVX2 matmul kernel has its own dot products */
+#elif defined(__HVX__) && __HVX_LENGTH__ == 128
+#include <hvx_hexagon_protos.h>
+#define TSL_VI8_HVX 1
 #endif
 
+#ifdef TSL_VI8_HVX
+#define TSL_VU8_LANES 128
+#else
 #define TSL_VU8_LANES 64
-#define TSL_VI32_LANES 16
+#endif
+#define TSL_VI32_LANES (TSL_VU8_LANES / 4)
 
 #ifdef TSL_VI8_AVX512
 typedef __m512i tsl_vu8;
 typedef __m512i tsl_vi32;
+#elif defined(TSL_VI8_HVX)
+typedef int32_t tsl_vu8 __attribute__((__vector_size__(128)));
+typedef int32_t tsl_vi32 __attribute__((__vector_size__(128)));
+typedef int32_t tsl_hvx_unaligned __attribute__((__vector_size__(128), __aligned__(1)));
 #else
 typedef struct tsl_vu8 {
     uint8_t v[TSL_VU8_LANES];
@@ -47,10 +61,12 @@ typedef struct tsl_vi32 {
 } tsl_vi32;
 #endif
 
-/* 64 bytes from p (any alignment). */
+/* TSL_VU8_LANES bytes from p (any alignment). */
 static inline tsl_vu8 tsl_vu8_loadu(const uint8_t* p) {
 #ifdef TSL_VI8_AVX512
     return _mm512_loadu_si512((const void*)p);
+#elif defined(TSL_VI8_HVX)
+    return *(const tsl_hvx_unaligned*)(const void*)p;
 #else
     tsl_vu8 r;
     __builtin_memcpy(r.v, p, sizeof r.v);
@@ -61,6 +77,8 @@ static inline tsl_vu8 tsl_vu8_loadu(const uint8_t* p) {
 static inline tsl_vi32 tsl_vi32_zero(void) {
 #ifdef TSL_VI8_AVX512
     return _mm512_setzero_si512();
+#elif defined(TSL_VI8_HVX)
+    return Q6_V_vzero();
 #else
     tsl_vi32 r;
     for (int i = 0; i < TSL_VI32_LANES; ++i) r.v[i] = 0;
@@ -68,10 +86,12 @@ static inline tsl_vi32 tsl_vi32_zero(void) {
 #endif
 }
 
-/* acc lane i += sum_t a[4i + t] * b[4i + t]: a unsigned, b the 64 signed bytes at p. */
+/* acc lane i += sum_t a[4i + t] * b[4i + t]: a unsigned, b the TSL_VU8_LANES signed bytes at p. */
 static inline tsl_vi32 tsl_vi32_dot4(tsl_vi32 acc, tsl_vu8 a, const int8_t* b) {
 #ifdef TSL_VI8_AVX512
     return _mm512_dpbusd_epi32(acc, a, _mm512_loadu_si512((const void*)b));
+#elif defined(TSL_VI8_HVX)
+    return Q6_Vw_vrmpyacc_VwVubVb(acc, a, *(const tsl_hvx_unaligned*)(const void*)b);
 #else
     for (int i = 0; i < TSL_VI32_LANES; ++i)
         for (int t = 0; t < 4; ++t) acc.v[i] += (int32_t)a.v[4 * i + t] * (int32_t)b[4 * i + t];
@@ -85,6 +105,10 @@ static inline tsl_vi32 tsl_vi32_dot4_bcast(tsl_vi32 acc, tsl_vu8 a, const int8_t
     int32_t g;
     __builtin_memcpy(&g, x4, 4);
     return _mm512_dpbusd_epi32(acc, a, _mm512_set1_epi32(g));
+#elif defined(TSL_VI8_HVX)
+    int32_t g;
+    __builtin_memcpy(&g, x4, 4);
+    return Q6_Vw_vrmpyacc_VwVubRb(acc, a, g);
 #else
     for (int i = 0; i < TSL_VI32_LANES; ++i)
         for (int t = 0; t < 4; ++t) acc.v[i] += (int32_t)a.v[4 * i + t] * (int32_t)x4[t];
@@ -92,10 +116,12 @@ static inline tsl_vi32 tsl_vi32_dot4_bcast(tsl_vi32 acc, tsl_vu8 a, const int8_t
 #endif
 }
 
-/* Lanes as int32 values (out: 16). */
+/* Lanes as int32 values (out: TSL_VI32_LANES). */
 static inline void tsl_vi32_store(int32_t* out, tsl_vi32 a) {
 #ifdef TSL_VI8_AVX512
     _mm512_storeu_si512((void*)out, a);
+#elif defined(TSL_VI8_HVX)
+    *(tsl_hvx_unaligned*)(void*)out = a;
 #else
     __builtin_memcpy(out, a.v, sizeof a.v);
 #endif
@@ -302,7 +328,7 @@ static inline __m512 tsl_vi32_scale_acc_v(__m512 acc, __m512i s, int32_t off, fl
 }
 #endif
 
-/* The float side of a quantized block product, 16 rows at once: for i < 16,
+/* The float side of a quantized block product, TSL_VI32_LANES rows at once: for i < TSL_VI32_LANES,
  *   acc[i] = fma((float)(s[i] - off), d[i] * dx, acc[i]); with m: acc[i] = fma(m[i], msx, acc[i])
  * (each product and fused step rounded once, in this order, in every implementation: the fused
  * form is what the vector units do in one instruction, and C's fmaf is its exact definition). */
@@ -312,8 +338,14 @@ static inline void tsl_vi32_scale_acc(float* acc, tsl_vi32 s, int32_t off, float
     const __m512 mv = m ? _mm512_loadu_ps(m) : _mm512_setzero_ps();
     _mm512_storeu_ps(acc, tsl_vi32_scale_acc_v(_mm512_loadu_ps(acc), s, off, dx, _mm512_loadu_ps(d), m ? &mv : 0, msx));
 #else
+#ifdef TSL_VI8_HVX /* v67 HVX has no float lanes: the sums go through memory to the scalar core */
+    _Alignas(128) int32_t sv[TSL_VI32_LANES];
+    *(tsl_vi32*)(void*)sv = s;
+#else
+    const int32_t* sv = s.v;
+#endif
     for (int i = 0; i < TSL_VI32_LANES; ++i) {
-        const float a = __builtin_fmaf((float)(s.v[i] - off), d[i] * dx, acc[i]);
+        const float a = __builtin_fmaf((float)(sv[i] - off), d[i] * dx, acc[i]);
         acc[i] = m ? __builtin_fmaf(m[i], msx, a) : a;
     }
 #endif

@@ -8,6 +8,7 @@ void* memcpy(void* restrict dst, const void* restrict src, size_t n);
 void* memmove(void* dst, const void* src, size_t n);
 void* memset(void* dst, int c, size_t n);
 int memcmp(const void* a, const void* b, size_t n);
+void* __hexagon_memcpy_likely_aligned_min32bytes_mult8bytes(void* dst, const void* src, size_t n);
 
 __attribute__((no_builtin)) void* memcpy(void* restrict dst, const void* restrict src, size_t n) {
     uint8_t* d = (uint8_t*)dst;
@@ -16,6 +17,12 @@ __attribute__((no_builtin)) void* memcpy(void* restrict dst, const void* restric
         for (; n >= 8; n -= 8, d += 8, s += 8) *(uint64_t*)(void*)d = *(const uint64_t*)(const void*)s;
     for (; n > 0; --n) *d++ = *s++;
     return dst;
+}
+
+/* clang's call for a copy it knows is 8-byte aligned, a multiple of 8 and at least 32 bytes
+ * (compiler-rt's name): the general copy serves. */
+void* __hexagon_memcpy_likely_aligned_min32bytes_mult8bytes(void* dst, const void* src, size_t n) {
+    return memcpy(dst, src, n);
 }
 
 __attribute__((no_builtin)) void* memmove(void* dst, const void* src, size_t n) {

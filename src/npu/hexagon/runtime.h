@@ -2,7 +2,8 @@
  * compiler-rt would give a program, since Debian ships neither for Hexagon.
  *   start.c   _start -> tsl_main(argc, argv), exit with its status
  *   sys.c     Linux system calls by trap0 (sys.h)
- *   libc.c    memcpy, memmove, memset, memcmp (the compiler emits calls to them)
+ *   libc.c    memcpy, memmove, memset, memcmp and clang's aligned-copy variant (the compiler
+ *             emits calls to them)
  *   arith.c   the compiler's integer division helpers (__hexagon_udivsi3, __hexagon_divdi3, ...)
  *   fmath.c   IEEE float helpers: __hexagon_divdf3, __hexagon_divsf3, sqrtf, fmaf, floorf
  * Each is checked against the host's results (tests/hexagon). */
