@@ -42,7 +42,8 @@ TEST_F(NpuDevice, ReportsItsHardware) {
     // a matrix unit exactly when the platform found AMX-INT8 (checked against cpuid: device_matmul_test)
     EXPECT_EQ(info.matrix_unit, (device_->platform.isa & TSL_NPU_ISA_AMX_INT8) ? 1u : 0u);
     EXPECT_EQ(info.max_bufs, TSL_NPU_DEVICE_MAX_MAPPINGS);
-    EXPECT_STREQ(info.name, "tessel virtual NPU");
+    const std::string kernels = std::string(device_->kernels.vector) + (device_->kernels.matrix[0] ? "+" : "") + device_->kernels.matrix;
+    EXPECT_EQ(std::string(info.name), "tessel NPU (" + kernels + " kernels)");
 }
 
 TEST_F(NpuDevice, MapsByFd) {

@@ -5,7 +5,11 @@
 #include "npu/device/batch.h"
 #include "npu/device/faults.h"
 
-static const char k_device_name[] = "tessel virtual NPU";
+/* Appends s to out[*n] within cap - 1 bytes. */
+static void append(char* out, uint32_t* n, uint32_t cap, const char* s) {
+    while (*s && *n + 1 < cap) out[(*n)++] = *s++;
+    out[*n] = 0;
+}
 
 int32_t tsl_npu_device_init(tsl_npu_device* d, const tsl_npu_platform* platform) {
     __builtin_memset(d, 0, sizeof *d);
@@ -33,8 +37,12 @@ void tsl_npu_device_hwinfo(const tsl_npu_device* d, tsl_npu_hwinfo* out) {
     out->vtcm_bytes = d->vtcm.size;
     out->matrix_unit = d->kernels.matrix_tile_cols ? 1u : 0u;
     out->max_bufs = TSL_NPU_DEVICE_MAX_MAPPINGS;
-    _Static_assert(sizeof k_device_name <= sizeof out->name, "device name fits hwinfo.name");
-    __builtin_memcpy(out->name, k_device_name, sizeof k_device_name);
+    uint32_t n = 0; /* "tessel NPU (<vector>[+<matrix>] kernels)": which kernels its ops run */
+    append(out->name, &n, sizeof out->name, "tessel NPU (");
+    append(out->name, &n, sizeof out->name, d->kernels.vector);
+    if (d->kernels.matrix[0]) append(out->name, &n, sizeof out->name, "+");
+    append(out->name, &n, sizeof out->name, d->kernels.matrix);
+    append(out->name, &n, sizeof out->name, " kernels)");
 }
 
 static tsl_npu_mapping* find_mapping(tsl_npu_device* d, int32_t host_fd) {

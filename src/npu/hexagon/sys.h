@@ -56,5 +56,19 @@ void* tsl_map_anonymous(uint64_t size);
 void tsl_unmap(void* p, uint64_t size);
 /* The size of the file behind fd (lseek to its end), or -1. */
 int64_t tsl_file_size(int32_t fd);
+void tsl_close(int32_t fd);
+
+/* FUTEX_WAIT (the shared form: the word may be in memory another process maps) while *word ==
+ * expected, at most timeout_us; FUTEX_WAKE of every waiter. */
+void tsl_futex_wait(uint32_t* word, uint32_t expected, uint32_t timeout_us);
+void tsl_futex_wake(uint32_t* word);
+
+/* One packet of a SOCK_SEQPACKET socket, at most `bytes`, with the fd it carries (SCM_RIGHTS) in
+ * *fd (-1: none). dontwait: return -11 (EAGAIN) at once when none is waiting. Returns the packet's
+ * length, 0 when the peer closed the socket, or -errno; a truncated packet or fd list is -90
+ * (EMSGSIZE; a carried fd is closed). */
+int32_t tsl_recv_packet(int32_t sock, void* buf, uint32_t bytes, int32_t* fd, int dontwait);
+/* Sends one packet (no fd, no SIGPIPE); returns 0 or -errno. */
+int32_t tsl_send_packet(int32_t sock, const void* buf, uint32_t bytes);
 
 #endif /* TESSEL_NPU_HEXAGON_SYS_H */

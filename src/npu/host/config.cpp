@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <fstream>
 #include <regex>
 
 #include "core/env.hpp"
@@ -22,6 +23,30 @@ std::string& self_exe() {
 }
 
 [[noreturn]] void bad(const char* name, const std::string& value, const std::string& expected) { env::invalid(name, value, expected); }
+
+constexpr uint16_t kElfMachineHexagon = 164;  // EM_QDSP6 (the ELF machine registry)
+
+// e_machine of the ELF file at path (bytes 18-19, little-endian: Hexagon's and x86's), or 0.
+uint16_t elf_machine(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    unsigned char h[20] = {};
+    if (!in.read(reinterpret_cast<char*>(h), sizeof h) || h[0] != 0x7f || h[1] != 'E' || h[2] != 'L' || h[3] != 'F') return 0;
+    return static_cast<uint16_t>(h[18] | (h[19] << 8));
+}
+
+// `name` itself when it holds a '/', else the first executable `name` in a PATH folder; "" when none.
+std::string on_path(const std::string& name) {
+    if (name.find('/') != std::string::npos) return access(name.c_str(), X_OK) == 0 ? name : "";
+    const char* path = std::getenv("PATH");
+    std::string dirs = path ? path : "/usr/bin:/bin";
+    for (size_t from = 0; from <= dirs.size();) {
+        const size_t colon = std::min(dirs.find(':', from), dirs.size());
+        const std::string candidate = (colon > from ? dirs.substr(from, colon - from) : ".") + "/" + name;
+        if (access(candidate.c_str(), X_OK) == 0) return candidate;
+        from = colon + 1;
+    }
+    return "";
+}
 
 uint64_t number(const char* name, uint64_t lo, uint64_t hi, uint64_t fallback) { return env::whole_number(name, lo, hi, fallback); }
 
@@ -174,7 +199,8 @@ Config config_from_env() {
         const std::string s(*v);
         if (s == "inproc") c.link = LinkKind::InProcess;
         else if (s == "process") c.link = LinkKind::Process;
-        else bad("TESSEL_NPU_LINK", s, "inproc or process");
+        else if (s == "hexagon") c.link = LinkKind::Hexagon;
+        else bad("TESSEL_NPU_LINK", s, "inproc, process or hexagon");
     }
     c.opbatch = static_cast<uint32_t>(number("TESSEL_NPU_OPBATCH", 1, 16384, c.opbatch));
     c.opqueue = static_cast<uint32_t>(number("TESSEL_NPU_OPQUEUE", 1, 256, c.opqueue));
@@ -202,11 +228,25 @@ Config config_from_env() {
     c.reorder = env::flag("TESSEL_NPU_REORDER", true);
     c.fault = fault_mode();
     c.opfusion = op_fusion();
+    const bool hexagon = c.link == LinkKind::Hexagon;
     if (const auto v = env::get("TESSEL_NPU_DEVICE_EXE")) {
-        if (access(v->c_str(), X_OK) != 0) bad("TESSEL_NPU_DEVICE_EXE", *v, "an executable file (the tessel binary)");
+        if (access(v->c_str(), X_OK) != 0)
+            bad("TESSEL_NPU_DEVICE_EXE", *v, hexagon ? "an executable file (the Hexagon device program)" : "an executable file (the tessel binary)");
+        if (hexagon && elf_machine(*v) != kElfMachineHexagon)
+            bad("TESSEL_NPU_DEVICE_EXE", *v, "a Hexagon program (ELF machine QDSP6) for TESSEL_NPU_LINK=hexagon");
         c.device_exe = *v;
+    } else if (hexagon) {
+        throw Error(ErrorCode::InvalidArgument, "TESSEL_NPU_LINK=hexagon needs TESSEL_NPU_DEVICE_EXE: the Hexagon device "
+                                                "program (tessel-npu-hexagon, built with -DTESSEL_HEXAGON=ON in build/hexagon/bin/)");
+    } else {
+        c.device_exe = self_exe();
     }
-    else c.device_exe = self_exe();
+    if (hexagon) {
+        const auto q = env::get("TESSEL_NPU_QEMU");
+        const std::string name = q ? std::string(*q) : "qemu-hexagon-static";
+        c.emulator = on_path(name);
+        if (c.emulator.empty()) bad("TESSEL_NPU_QEMU", name, "an executable file or a program on PATH (qemu-hexagon-static: Debian's qemu-user-static)");
+    }
     return c;
 }
 
@@ -220,6 +260,7 @@ LinkOptions link_options(const Config& cfg, const std::string& name) {
     o.poll = cfg.poll;
     o.fault = cfg.fault == TSL_NPU_FAULT_BAD_DESC ? uint32_t{TSL_NPU_FAULT_NONE} : cfg.fault;  // bad-desc is the host's
     o.device_exe = cfg.device_exe;
+    o.emulator = cfg.emulator;
     o.name = name;
     if (cfg.cpus.size() == 1) o.cpus = cfg.cpus[0];
     if (cfg.cpus.size() > 1) {

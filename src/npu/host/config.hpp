@@ -14,7 +14,7 @@ namespace tessel::npu {
 
 struct Config {
     std::vector<DeviceEntry> devices = {{"NPU0", {{0, 0}}}};  ///< TESSEL_NPU_DEVICES (device_spec.hpp); empty = none
-    LinkKind link = LinkKind::InProcess;  ///< TESSEL_NPU_LINK: inproc | process
+    LinkKind link = LinkKind::InProcess;  ///< TESSEL_NPU_LINK: inproc | process | hexagon
     uint32_t opbatch = 1024;         ///< TESSEL_NPU_OPBATCH: ops per batch (1..16384)
     uint32_t opqueue = 32;           ///< TESSEL_NPU_OPQUEUE: batches in flight (1..256)
     uint64_t max_mapped = 3ull << 30;  ///< TESSEL_NPU_VMEM: bytes of buffers one batch may map (32-bit device)
@@ -35,7 +35,9 @@ struct Config {
     bool reorder = true;             ///< TESSEL_NPU_REORDER=0: run nodes in the scheduler's order (no graph_optimize reorder)
     uint32_t opfusion = 0xe;         ///< TESSEL_NPU_OPFUSION: enabled fusion kinds, FusionKind bits (fusion.hpp; 1 in the variable = all)
     uint32_t fault = 0;              ///< TESSEL_NPU_FAULT: none|status|seq|hang|die|bad-desc|stuck (tests)
-    std::string device_exe;          ///< TESSEL_NPU_DEVICE_EXE: the tessel binary for the process link
+    std::string device_exe;          ///< TESSEL_NPU_DEVICE_EXE: the tessel binary (process link) or the Hexagon
+                                     ///< device program (hexagon link)
+    std::string emulator;            ///< TESSEL_NPU_QEMU: the hexagon link's QEMU (default qemu-hexagon-static on PATH)
     std::vector<CpuSet> cpus;        ///< TESSEL_NPU_CPUS: none (anywhere), one set for every device, or one per physical device index
 };
 

@@ -45,7 +45,8 @@ NpuDevice::NpuDevice(std::string name, std::string lead, const Config& cfg, std:
 NpuDevice::~NpuDevice() = default;
 
 std::string NpuDevice::description() const {
-    return std::string("tessel virtual NPU (") + (cfg_.link == LinkKind::Process ? "process" : "inproc") + " link)";
+    if (cfg_.link == LinkKind::Hexagon) return "tessel NPU on Hexagon under QEMU (hexagon link)";
+    return std::string("tessel virtual NPU (") + link_kind_name(cfg_.link) + " link)";
 }
 
 void NpuDevice::memory(size_t& free, size_t& total) const { free = total = static_cast<size_t>(cfg_.max_mapped); }

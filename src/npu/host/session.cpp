@@ -35,7 +35,7 @@ Session::Session(const std::string& name, const Config& cfg, SharedDevice* share
         throw Error(ErrorCode::Device, name_ + ": the device did not map the fence buffer (" + tsl_npu_status_name(st) + ")");
     if (cfg_.verbose)
         tessel::logf(LogLevel::Debug, "npu: %s session open: %s, %s link, protocol %u, %u threads, vtcm %llu bytes%s%s", name_.c_str(),
-                     hwinfo_.name, link_->kind() == LinkKind::Process ? "process" : "inproc", hwinfo_.proto_version,
+                     hwinfo_.name, link_kind_name(link_->kind()), hwinfo_.proto_version,
                      hwinfo_.n_threads, static_cast<unsigned long long>(hwinfo_.vtcm_bytes), shared ? ", device runtime shared with " : "",
                      shared ? shared->name().c_str() : "");
 }

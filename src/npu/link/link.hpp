@@ -29,7 +29,13 @@ namespace tessel::npu {
 
 class ShmBuffer;
 
-enum class LinkKind { InProcess, Process };
+/// InProcess: device threads in this process; Process: a `tessel npu-device` child; Hexagon: the
+/// Hexagon device program (src/npu/hexagon/device_main.c) as a child under QEMU user-mode
+/// emulation, over the same control socket, rings and protocol as Process.
+enum class LinkKind { InProcess, Process, Hexagon };
+
+/// "inproc", "process" or "hexagon" (TESSEL_NPU_LINK's values).
+const char* link_kind_name(LinkKind kind);
 
 struct LinkOptions {
     LinkKind kind = LinkKind::InProcess;
@@ -39,7 +45,8 @@ struct LinkOptions {
     uint32_t timeout_ms = 10000;     ///< no-progress limit (TESSEL_NPU_TIMEOUT_MS)
     bool poll = false;               ///< spin on the rings instead of futex sleeps (TESSEL_NPU_OPPOLL)
     uint32_t fault = 0;              ///< enum tsl_npu_fault injected into the device (tests)
-    std::string device_exe;          ///< process link: the tessel binary (TESSEL_NPU_DEVICE_EXE)
+    std::string device_exe;          ///< process link: the tessel binary; hexagon: the Hexagon device program (TESSEL_NPU_DEVICE_EXE)
+    std::string emulator;            ///< hexagon: the QEMU that runs device_exe (TESSEL_NPU_QEMU)
     std::string name = "NPU0";       ///< for messages
     CpuSet cpus;                     ///< the device runtime's threads run on these (TESSEL_NPU_CPUS); empty: anywhere
 };

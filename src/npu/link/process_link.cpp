@@ -1,5 +1,6 @@
-// The process link (link.hpp): a `tessel npu-device --socket FD` child, control messages over a
-// SOCK_SEQPACKET socket (control.hpp), batches through the ring region (ring.hpp) it maps by fd.
+// The process link (link.hpp): a `tessel npu-device --socket FD` child (or, for the Hexagon link,
+// `QEMU DEVICE_PROGRAM npu-device --socket FD`), control messages over a SOCK_SEQPACKET socket
+// (control.hpp), batches through the ring region (ring.hpp) it maps by fd.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -12,6 +13,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "npu/link/control.hpp"
 #include "npu/link/link_base.hpp"
@@ -39,11 +41,14 @@ public:
             throw Error(ErrorCode::Io, options_.name + ": socketpair: " + std::strerror(errno));
         sock_ = sv[0];
         const std::string fd_arg = std::to_string(sv[1]);
-        const char* argv[] = {options_.device_exe.c_str(), "npu-device", "--socket", fd_arg.c_str(), nullptr};
+        std::vector<const char*> argv;
+        if (options_.kind == LinkKind::Hexagon) argv.push_back(options_.emulator.c_str());
+        for (const char* a : {options_.device_exe.c_str(), "npu-device", "--socket", fd_arg.c_str()}) argv.push_back(a);
+        argv.push_back(nullptr);
         pid_ = fork();
         if (pid_ == 0) {
             // Child: only async-signal-safe calls until exec. Its end of the socket survives exec.
-            if (fcntl(sv[1], F_SETFD, 0) == 0) execv(argv[0], const_cast<char* const*>(argv));
+            if (fcntl(sv[1], F_SETFD, 0) == 0) execv(argv[0], const_cast<char* const*>(argv.data()));
             _exit(127);
         }
         const int fork_errno = errno;
@@ -88,7 +93,7 @@ public:
         hwinfo_ = answer.hwinfo;
     }
 
-    LinkKind kind() const override { return LinkKind::Process; }
+    LinkKind kind() const override { return options_.kind; }
 
     int32_t map(const ShmBuffer& buf, uint32_t flags) override {
         ControlMsg msg{};
@@ -162,6 +167,9 @@ private:
 }  // namespace
 
 std::unique_ptr<Link> open_process_link(const LinkOptions& options) {
+    if (options.kind == LinkKind::Hexagon && (options.emulator.empty() || access(options.emulator.c_str(), X_OK) != 0))
+        throw Error(ErrorCode::Io, options.name + ": the Hexagon link needs QEMU (set TESSEL_NPU_QEMU): '" + options.emulator +
+                                       "' is not an executable file");
     if (options.device_exe.empty() || access(options.device_exe.c_str(), X_OK) != 0) {
         std::string msg = options.name + ": out-of-process link needs the tessel executable (set TESSEL_NPU_DEVICE_EXE)";
         if (!options.device_exe.empty()) msg += ": '" + options.device_exe + "' is not an executable file";
@@ -173,7 +181,16 @@ std::unique_ptr<Link> open_process_link(const LinkOptions& options) {
 }
 
 std::unique_ptr<Link> open_link(const LinkOptions& options) {
-    return options.kind == LinkKind::Process ? open_process_link(options) : open_inproc_link(options);
+    return options.kind == LinkKind::InProcess ? open_inproc_link(options) : open_process_link(options);
+}
+
+const char* link_kind_name(LinkKind kind) {
+    switch (kind) {
+    case LinkKind::InProcess: return "inproc";
+    case LinkKind::Process: return "process";
+    case LinkKind::Hexagon: return "hexagon";
+    }
+    return "?";
 }
 
 }  // namespace tessel::npu

@@ -23,7 +23,7 @@ uint32_t* futex_word(std::atomic<uint32_t>& word) {
     return reinterpret_cast<uint32_t*>(&word);
 }
 
-constexpr size_t kControlBytes = TSL_NPU_PAGE_BYTES;
+constexpr size_t kControlBytes = TSL_NPU_REGION_RINGS;
 
 }  // namespace
 
@@ -92,10 +92,7 @@ void Ring::wake() const {
     futex_wake(header_->head);
 }
 
-size_t Region::bytes(uint32_t capacity) {
-    return kControlBytes + 2 * sizeof(RingHeader) + static_cast<size_t>(capacity) * sizeof(RequestEntry) +
-           static_cast<size_t>(capacity) * sizeof(tsl_npu_batch_rsp);
-}
+size_t Region::bytes(uint32_t capacity) { return static_cast<size_t>(tsl_npu_region_bytes(capacity)); }
 
 namespace {
 
@@ -124,7 +121,7 @@ bool Region::attach(uint8_t* base, size_t size, Region* out) {
     if (size < kControlBytes) return false;
     const auto* control = reinterpret_cast<const ControlPage*>(base);
     const uint32_t capacity = control->capacity;
-    if (control->magic != kRegionMagic || capacity == 0 || (capacity & (capacity - 1)) != 0 || capacity > (1u << 20) ||
+    if (control->magic != kRegionMagic || capacity == 0 || (capacity & (capacity - 1)) != 0 || capacity > TSL_NPU_REGION_MAX_CAPACITY ||
         bytes(capacity) > size)
         return false;
     *out = view(base, capacity);

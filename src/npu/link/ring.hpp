@@ -8,47 +8,24 @@
 // may be different processes) for a short slice, so it can look at liveness between slices; in poll
 // mode it spins with a pause instead.
 //
-// Region layout (offsets in bytes, capacity = entries per ring, a power of two):
-//     0      ControlPage            (one 4 KiB page)
-//     4096   RingHeader  request    (64-byte lines: head, then tail)
-//     4224   RingHeader  response
-//     4352   RequestEntry  x capacity
-//     ...    tsl_npu_batch_rsp x capacity
+// The region's layout and the ring protocol are the wire format of npu/proto/link.h (a device
+// program in C, e.g. the Hexagon device, implements the same).
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 
-#include "npu/proto/proto.h"
+#include "npu/proto/link.h"
 
 namespace tessel::npu {
 
 static_assert(std::atomic<uint32_t>::is_always_lock_free, "ring counters must be lock-free to be shared");
 
-/// The control page: device liveness and the host's requests to the device loop.
-struct ControlPage {
-    uint32_t magic;     ///< kRegionMagic once the host has initialised the region
-    uint32_t capacity;  ///< entries per ring
-    /// Bumped by the device at the start of every batch, after every op and per chunk of work inside
-    /// an op (the host's progress signal). Accessed through std::atomic_ref on the host, passed as
-    /// volatile to tsl_npu_device_run.
-    uint64_t heartbeat;
-    uint32_t cancel;    ///< non-zero: the running batch stops between ops (TSL_NPU_ERR_CANCELLED)
-    uint32_t stop;      ///< non-zero: the device loop exits after its current batch
-    uint32_t alive;     ///< 1 while the device loop runs; 0 once it has left (for any reason)
-    uint32_t reserved;
-};
-
-inline constexpr uint32_t kRegionMagic = 0x4b4c5354u;  // "TSLK"
-
-/// A request-ring entry: the batch and the host fd of the op-queue buffer holding its block.
-struct RequestEntry {
-    int32_t queue_fd;
-    uint32_t reserved;
-    tsl_npu_batch_req req;
-};
-static_assert(sizeof(RequestEntry) == 48, "request entry layout");
+/// The control page and a request-ring entry: npu/proto/link.h.
+using ControlPage = tsl_npu_control_page;
+using RequestEntry = tsl_npu_request_entry;
+inline constexpr uint32_t kRegionMagic = TSL_NPU_REGION_MAGIC;
 
 /// Positions of one ring: the producer advances head, the consumer advances tail. Both count
 /// entries modulo 2^32; head - tail is the fill level.
@@ -57,7 +34,10 @@ struct RingHeader {
     std::atomic<uint32_t> sleepers;  ///< consumers inside a futex wait (the producer wakes only then)
     alignas(64) std::atomic<uint32_t> tail;
 };
-static_assert(sizeof(RingHeader) == 128, "ring header layout");
+static_assert(sizeof(RingHeader) == sizeof(tsl_npu_ring_header) && offsetof(RingHeader, head) == offsetof(tsl_npu_ring_header, head) &&
+                  offsetof(RingHeader, sleepers) == offsetof(tsl_npu_ring_header, sleepers) &&
+                  offsetof(RingHeader, tail) == offsetof(tsl_npu_ring_header, tail),
+              "ring header layout (npu/proto/link.h)");
 
 /// Sleeps while *word == expected, at most timeout_us microseconds (SYS_futex FUTEX_WAIT, shared).
 void futex_wait(std::atomic<uint32_t>& word, uint32_t expected, uint32_t timeout_us);
