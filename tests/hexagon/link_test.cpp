@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <memory>
+#include <optional>
+#include <utility>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -14,6 +16,7 @@
 #include "hexagon/hexagon_programs.hpp"
 #include "npu/device/faults.h"
 #include "npu/f32_tensors.hpp"
+#include "npu/host/config.hpp"
 #include "npu/host/device.hpp"
 #include "npu/host/session.hpp"
 #include "tessel/errors.hpp"
@@ -58,6 +61,58 @@ TEST(HexagonLink, TheEmulatedDeviceRunsAGraphWithItsHvxKernels) {
     for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(y[i], x[i] + x[i]) << i;
     EXPECT_EQ(std::string(dev.session().hwinfo().name), "tessel NPU (hvx kernels)");
     EXPECT_EQ(dev.session().hwinfo().n_threads, 1u);
+}
+
+// Sets or clears environment variables for one scope, restoring them after.
+class ScopedEnv {
+public:
+    ScopedEnv(std::initializer_list<std::pair<const char*, const char*>> vars) {
+        for (const auto& [name, value] : vars) {
+            const char* old = std::getenv(name);
+            saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
+            if (value) setenv(name, value, 1);
+            else unsetenv(name);
+        }
+    }
+    ~ScopedEnv() {
+        for (const auto& [name, old] : saved_) {
+            if (old) setenv(name.c_str(), old->c_str(), 1);
+            else unsetenv(name.c_str());
+        }
+    }
+
+private:
+    std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+// TESSEL_NPU_LINK=hexagon's variables: the device program is required and must be Hexagon code, the
+// emulator must exist; each error (ErrorCode::Environment) names its variable.
+TEST(HexagonLink, ConfigurationErrorsNameTheVariable) {
+    const std::string program = test::hexagon_program("tessel-npu-hexagon");
+    const std::string qemu = test::hexagon_qemu();
+    auto error_of = [](std::initializer_list<std::pair<const char*, const char*>> vars) {
+        ScopedEnv env(vars);
+        try {
+            config_from_env();
+        } catch (const Error& e) {
+            EXPECT_EQ(e.code(), ErrorCode::Environment) << e.what();
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    EXPECT_NE(error_of({{"TESSEL_NPU_LINK", "hexagon"}, {"TESSEL_NPU_DEVICE_EXE", nullptr}}).find("TESSEL_NPU_DEVICE_EXE is required"),
+              std::string::npos);
+    EXPECT_NE(error_of({{"TESSEL_NPU_LINK", "hexagon"}, {"TESSEL_NPU_DEVICE_EXE", "/proc/self/exe"}}).find("a Hexagon program"),
+              std::string::npos);
+    EXPECT_NE(error_of({{"TESSEL_NPU_LINK", "hexagon"}, {"TESSEL_NPU_DEVICE_EXE", program.c_str()}, {"TESSEL_NPU_QEMU", "/nonexistent/qemu"}})
+                  .find("TESSEL_NPU_QEMU"),
+              std::string::npos);
+    EXPECT_NE(error_of({{"TESSEL_NPU_LINK", "hexagn"}}).find("inproc, process or hexagon"), std::string::npos);
+    ScopedEnv good({{"TESSEL_NPU_LINK", "hexagon"}, {"TESSEL_NPU_DEVICE_EXE", program.c_str()}, {"TESSEL_NPU_QEMU", qemu.c_str()}});
+    const Config c = config_from_env();
+    EXPECT_EQ(c.link, LinkKind::Hexagon);
+    EXPECT_EQ(c.device_exe, program);
+    EXPECT_EQ(c.emulator, qemu);
 }
 
 struct FaultCase {

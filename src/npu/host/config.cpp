@@ -236,8 +236,8 @@ Config config_from_env() {
             bad("TESSEL_NPU_DEVICE_EXE", *v, "a Hexagon program (ELF machine QDSP6) for TESSEL_NPU_LINK=hexagon");
         c.device_exe = *v;
     } else if (hexagon) {
-        throw Error(ErrorCode::InvalidArgument, "TESSEL_NPU_LINK=hexagon needs TESSEL_NPU_DEVICE_EXE: the Hexagon device "
-                                                "program (tessel-npu-hexagon, built with -DTESSEL_HEXAGON=ON in build/hexagon/bin/)");
+        throw Error(ErrorCode::Environment, "TESSEL_NPU_DEVICE_EXE is required with TESSEL_NPU_LINK=hexagon: the Hexagon device "
+                                            "program (tessel-npu-hexagon, built with -DTESSEL_HEXAGON=ON in build/hexagon/bin/)");
     } else {
         c.device_exe = self_exe();
     }
