@@ -38,28 +38,12 @@ static uint64_t udivmod64(uint64_t n, uint64_t d, uint64_t* rem) {
     return q;
 }
 
+/* 32-bit forms through the 64-bit one: the same loop, as many steps as the quotient has bits. */
 static uint32_t udivmod32(uint32_t n, uint32_t d, uint32_t* rem) {
-    if (d == 0) {
-        *rem = n;
-        return ~0u;
-    }
-    if (d > n) {
-        *rem = n;
-        return 0;
-    }
-    const int shift = __builtin_clz(d) - __builtin_clz(n);
-    uint32_t q = 0;
-    d <<= shift;
-    for (int i = 0; i <= shift; ++i) {
-        q <<= 1;
-        if (n >= d) {
-            n -= d;
-            q |= 1u;
-        }
-        d >>= 1;
-    }
-    *rem = n;
-    return q;
+    uint64_t r;
+    const uint64_t q = udivmod64(n, d, &r);
+    *rem = (uint32_t)r;
+    return d == 0 ? ~0u : (uint32_t)q;
 }
 
 uint32_t __hexagon_udivsi3(uint32_t n, uint32_t d) {
