@@ -2,14 +2,22 @@
 // qemu-hexagon behind an NPU session: it reports its HVX kernels, computes a graph, and every fault
 // of the emulated device ends the run with one clean error within the timeout, never a hang (a
 // device that dies: DEVICE_LOST; one that stops answering or sticks inside an op: TIMEOUT, the
-// emulator killed).
+// emulator killed), and the emulator never outlives its host.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <optional>
-#include <utility>
 #include <ostream>
+#include <sstream>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "backend/backend.hpp"
@@ -113,6 +121,73 @@ TEST(HexagonLink, ConfigurationErrorsNameTheVariable) {
     EXPECT_EQ(c.link, LinkKind::Hexagon);
     EXPECT_EQ(c.device_exe, program);
     EXPECT_EQ(c.emulator, qemu);
+}
+
+// The first process whose parent is `parent` (from /proc/<pid>/stat), or -1.
+pid_t child_of(pid_t parent) {
+    for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+        const std::string name = e.path().filename().string();
+        if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+        std::ifstream in(e.path() / "stat");
+        std::string stat;
+        std::getline(in, stat);
+        const size_t close = stat.rfind(')');  // after "pid (comm)": state, ppid
+        if (close == std::string::npos) continue;
+        std::istringstream rest(stat.substr(close + 1));
+        std::string state;
+        long ppid = 0;
+        if (rest >> state >> ppid && ppid == parent) return static_cast<pid_t>(std::stol(name));
+    }
+    return -1;
+}
+
+// Gone, or a zombie nobody reaps (a container's init may not).
+bool process_gone(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string stat;
+    if (!std::getline(in, stat)) return true;
+    const size_t close = stat.rfind(')');
+    return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z';
+}
+
+// A host killed while its device is busy inside an op (the STUCK fault: the device never gets back to
+// its control socket) takes the emulated device with it, at once.
+TEST(HexagonLink, TheEmulatedDeviceEndsWithItsHost) {
+    int ready[2];
+    ASSERT_EQ(pipe(ready), 0);
+    const pid_t host = fork();
+    ASSERT_GE(host, 0);
+    if (host == 0) {
+        Config cfg = hexagon_config();
+        cfg.fault = TSL_NPU_FAULT_STUCK;
+        cfg.timeout_ms = 600000;
+        NpuDevice dev("NPU0", cfg);
+        auto backend = dev.init_backend({});
+        AddGraph g(dev, 256);
+        (void)!write(ready[1], "r", 1);
+        try {
+            backend->graph_compute({&g.y});
+            backend->synchronize();
+        } catch (...) {
+        }
+        _exit(0);
+    }
+    close(ready[1]);
+    char c = 0;
+    ASSERT_EQ(read(ready[0], &c, 1), 1) << "the host process did not open its device";
+    close(ready[0]);
+    const pid_t emulator = child_of(host);
+    ASSERT_GT(emulator, 0) << "no emulator under the host process";
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the batch is inside its stuck op
+    ASSERT_FALSE(process_gone(emulator));
+    kill(host, SIGKILL);
+    int status = 0;
+    waitpid(host, &status, 0);
+    const auto t0 = std::chrono::steady_clock::now();
+    while (!process_gone(emulator) && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(3))
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_TRUE(process_gone(emulator)) << "the emulated device outlived its host by 3 s";
+    if (!process_gone(emulator)) kill(emulator, SIGKILL);
 }
 
 struct FaultCase {

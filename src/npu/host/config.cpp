@@ -1,5 +1,6 @@
 #include "npu/host/config.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,6 +27,12 @@ std::string& self_exe() {
 
 constexpr uint16_t kElfMachineHexagon = 164;  // EM_QDSP6 (the ELF machine registry)
 
+// Whether path is a regular file this process may execute (a directory passes access(X_OK)).
+bool executable_file(const std::string& path) {
+    struct stat st {};
+    return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(path.c_str(), X_OK) == 0;
+}
+
 // e_machine of the ELF file at path (bytes 18-19, little-endian: Hexagon's and x86's), or 0.
 uint16_t elf_machine(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
@@ -36,13 +43,13 @@ uint16_t elf_machine(const std::string& path) {
 
 // `name` itself when it holds a '/', else the first executable `name` in a PATH folder; "" when none.
 std::string on_path(const std::string& name) {
-    if (name.find('/') != std::string::npos) return access(name.c_str(), X_OK) == 0 ? name : "";
+    if (name.find('/') != std::string::npos) return executable_file(name) ? name : "";
     const char* path = std::getenv("PATH");
     std::string dirs = path ? path : "/usr/bin:/bin";
     for (size_t from = 0; from <= dirs.size();) {
         const size_t colon = std::min(dirs.find(':', from), dirs.size());
         const std::string candidate = (colon > from ? dirs.substr(from, colon - from) : ".") + "/" + name;
-        if (access(candidate.c_str(), X_OK) == 0) return candidate;
+        if (executable_file(candidate)) return candidate;
         from = colon + 1;
     }
     return "";
@@ -229,23 +236,29 @@ Config config_from_env() {
     c.fault = fault_mode();
     c.opfusion = op_fusion();
     const bool hexagon = c.link == LinkKind::Hexagon;
+    const char* exe = std::getenv("TESSEL_NPU_DEVICE_EXE");
+    if (hexagon && (!exe || !*exe)) /* no default to fall back on */
+        throw Error(ErrorCode::Environment, "TESSEL_NPU_DEVICE_EXE is required with TESSEL_NPU_LINK=hexagon: the Hexagon device "
+                                            "program (tessel-npu-hexagon, built with -DTESSEL_HEXAGON=ON in build/hexagon/bin/)");
     if (const auto v = env::get("TESSEL_NPU_DEVICE_EXE")) {
-        if (access(v->c_str(), X_OK) != 0)
+        if (!executable_file(*v))
             bad("TESSEL_NPU_DEVICE_EXE", *v, hexagon ? "an executable file (the Hexagon device program)" : "an executable file (the tessel binary)");
         if (hexagon && elf_machine(*v) != kElfMachineHexagon)
             bad("TESSEL_NPU_DEVICE_EXE", *v, "a Hexagon program (ELF machine QDSP6) for TESSEL_NPU_LINK=hexagon");
         c.device_exe = *v;
-    } else if (hexagon) {
-        throw Error(ErrorCode::Environment, "TESSEL_NPU_DEVICE_EXE is required with TESSEL_NPU_LINK=hexagon: the Hexagon device "
-                                            "program (tessel-npu-hexagon, built with -DTESSEL_HEXAGON=ON in build/hexagon/bin/)");
     } else {
         c.device_exe = self_exe();
     }
     if (hexagon) {
-        const auto q = env::get("TESSEL_NPU_QEMU");
-        const std::string name = q ? std::string(*q) : "qemu-hexagon-static";
-        c.emulator = on_path(name);
-        if (c.emulator.empty()) bad("TESSEL_NPU_QEMU", name, "an executable file or a program on PATH (qemu-hexagon-static: Debian's qemu-user-static)");
+        if (const auto q = env::get("TESSEL_NPU_QEMU")) {
+            c.emulator = on_path(*q);
+            if (c.emulator.empty()) bad("TESSEL_NPU_QEMU", *q, "an executable file or a program on PATH (qemu-hexagon-static: Debian's qemu-user-static)");
+        } else {
+            c.emulator = on_path("qemu-hexagon-static");
+            if (c.emulator.empty())
+                throw Error(ErrorCode::Environment, "TESSEL_NPU_LINK=hexagon needs QEMU: qemu-hexagon-static is not on PATH "
+                                                    "(install Debian's qemu-user-static, or set TESSEL_NPU_QEMU)");
+        }
     }
     return c;
 }

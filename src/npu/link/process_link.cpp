@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -45,10 +46,16 @@ public:
         if (options_.kind == LinkKind::Hexagon) argv.push_back(options_.emulator.c_str());
         for (const char* a : {options_.device_exe.c_str(), "npu-device", "--socket", fd_arg.c_str()}) argv.push_back(a);
         argv.push_back(nullptr);
+        const pid_t host = getpid();
         pid_ = fork();
         if (pid_ == 0) {
             // Child: only async-signal-safe calls until exec. Its end of the socket survives exec.
-            if (fcntl(sv[1], F_SETFD, 0) == 0) execv(argv[0], const_cast<char* const*>(argv.data()));
+            // The emulated device notices a lost host only between batches: the kernel ends it with
+            // the host (with the thread that opened the link, which is the caller's to keep).
+            if (options_.kind == LinkKind::Hexagon && (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != host)) _exit(127);
+            // its stdout is the host's stderr: nothing a device prints mixes with generated text
+            if (dup2(STDERR_FILENO, STDOUT_FILENO) >= 0 && fcntl(sv[1], F_SETFD, 0) == 0)
+                execv(argv[0], const_cast<char* const*>(argv.data()));
             _exit(127);
         }
         const int fork_errno = errno;
@@ -87,8 +94,8 @@ public:
         if (status != TSL_NPU_OK) {
             std::string why = tsl_npu_status_name(static_cast<uint32_t>(status));
             if (reaped_ && exit_status_ >= 0) why += " (" + exit_text(exit_status_) + ")";
-            throw Error(ErrorCode::Io, options_.name + ": the device process '" + options_.device_exe +
-                                           "' did not start: " + why);
+            const std::string under = options_.kind == LinkKind::Hexagon ? "' under '" + options_.emulator + "' (TESSEL_NPU_QEMU)" : "'";
+            throw Error(ErrorCode::Io, options_.name + ": the device process '" + options_.device_exe + under + " did not start: " + why);
         }
         hwinfo_ = answer.hwinfo;
     }
