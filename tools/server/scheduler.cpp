@@ -164,13 +164,15 @@ void Scheduler::end(Slot& slot, const std::string& finish_reason, const std::str
     slot.res.finish_reason = finish_reason;
     slot.res.error = error;
     if (slot.res.n_generated > 0) slot.res.predicted_ms = ms_between(slot.t_first, Clock::now());
+    {  // counted before the client hears its end: one that sees [DONE] and scrapes /metrics sees it idle
+        std::lock_guard<std::mutex> lock(mu_);
+        stats_.requests += 1;
+        stats_.generated_tokens += slot.res.n_generated;
+        stats_.slots_busy -= 1;
+    }
     slot.task->finish(slot.res);
     slot.task.reset();
     slot.pending = -1;
-    std::lock_guard<std::mutex> lock(mu_);
-    stats_.requests += 1;
-    stats_.generated_tokens += slot.res.n_generated;
-    stats_.slots_busy -= 1;
 }
 
 void Scheduler::emit_text(Slot& slot, int32_t token) {
